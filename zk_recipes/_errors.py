@@ -16,7 +16,9 @@ exc``) so callers never need to import kazoo to handle ours.
     ├── ZkTimeoutError            an operation did not finish in time (TimeoutError too)
     │   └── ConnectTimeoutError   start() could not reach the ensemble in time
     ├── ConnectionLostError       the connection broke (retryable)
-    │   └── SessionLost           the session expired (really, or simulated locally)
+    │   ├── OperationTimeoutError the server did not answer in time (retryable; TimeoutError too)
+    │   ├── SessionMovedError     the session moved to another server (retryable)
+    │   └── SessionLost           the session expired, really or simulated (NOT retryable)
     ├── RetriesExhaustedError     a retry policy gave up; __cause__ holds the last error
     └── NodeError                 a ZooKeeper answer about one node (carries .path)
         ├── NoNodeError
@@ -64,6 +66,14 @@ class ConnectTimeoutError(ZkTimeoutError):
 
 class ConnectionLostError(ZkRecipesError):
     """The connection to the server broke; the operation may or may not have been applied."""
+
+
+class OperationTimeoutError(ConnectionLostError, TimeoutError):
+    """The server did not answer a request in time; it may still apply it."""
+
+
+class SessionMovedError(ConnectionLostError):
+    """The session was re-established on another server while this request was in flight."""
 
 
 class SessionLost(ConnectionLostError):
@@ -120,8 +130,10 @@ __all__ = [
     "NodeError",
     "NodeExistsError",
     "NotEmptyError",
+    "OperationTimeoutError",
     "RetriesExhaustedError",
     "SessionLost",
+    "SessionMovedError",
     "UnsupportedFeatureError",
     "ZkRecipesError",
     "ZkTimeoutError",
