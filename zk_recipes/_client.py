@@ -1,0 +1,709 @@
+"""ZkClient: one managed ZooKeeper session, with Curator's state model.
+
+Design notes.
+
+- **States.** kazoo's three states become Curator's five (see _states.py).
+  The client derives CONNECTED vs RECONNECTED and notices session changes,
+  and guarantees that LOST precedes any new session.
+- **Simulated expiry.** kazoo stays SUSPENDED through a whole partition and
+  says LOST only once it reaches a server again, long after the server has
+  expired the session and handed our locks to someone else. A watchdog
+  thread therefore counts from the *last reply read from the server* (not
+  from SUSPENDED, which kazoo reports late, after its read timeout) and
+  declares LOST once ``simulated_expiry_fraction`` of the negotiated session
+  timeout has passed in silence. The session is then abandoned: kazoo builds
+  a new one, and when the old one is reachable again it is closed on the
+  server so its ephemeral nodes go at once.
+- **Namespace.** Paths are relative to ``namespace`` (a chroot-like prefix
+  created lazily as a CONTAINER). kazoo's own chroot is not used: it cannot
+  create its root and warns when the root is missing.
+- **Fork.** A kazoo client does not survive fork() (its threads are gone and
+  its socket is shared with the parent). A client used in a forked child
+  raises ClientStateError; ``close()`` in the child only forgets the client,
+  never touching the parent's session. Create clients after forking (the
+  framework integrations do).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
+
+from zk_recipes import _paths
+from zk_recipes._acl import Acl
+from zk_recipes._deletes import GuaranteedDeleter
+from zk_recipes._errors import (
+    ClientStateError,
+    ConnectionLostError,
+    NodeExistsError,
+    NoNodeError,
+    UnsupportedFeatureError,
+    ZkTimeoutError,
+)
+from zk_recipes._kazoo import (
+    CreateMode,
+    KazooConnection,
+    Pending,
+    WatchCallback,
+    WatchEvent,
+    ZnodeStat,
+    run_in_thread,
+)
+from zk_recipes._retry import retry
+from zk_recipes._settings import ClientSettings
+from zk_recipes._states import ConnectionState, ListenerRegistry, StateChange, StateListener
+
+log = logging.getLogger("zk_recipes.client")
+
+T = TypeVar("T")
+
+#: How many times a create re-makes missing parents before giving up (container
+#: parents can be reaped by the server between our mkdir and our create).
+_PARENT_ATTEMPTS = 5
+
+
+class CreateResult(NamedTuple):
+    """What a create returns: the node's path (relative to the namespace) and its stat."""
+
+    path: str
+    stat: ZnodeStat
+
+
+_live_clients: weakref.WeakSet[ZkClient] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for client in list(_live_clients):
+        client._forked = True
+
+
+def _close_at_exit() -> None:
+    for client in list(_live_clients):
+        try:
+            client.close()
+        except Exception:  # pragma: no cover - best effort at exit
+            log.debug("closing a client at exit failed", exc_info=True)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_close_at_exit)
+
+
+class ZkClient:
+    """A managed ZooKeeper client: ``ZkClient("zk1:2181,zk2:2181", namespace="myapp")``.
+
+    Use as a context manager, or call ``start()`` and ``close()``. Options are
+    the fields of :class:`ClientSettings`; pass ``settings=`` to reuse one.
+    """
+
+    def __init__(
+        self, hosts: str | None = None, *, settings: ClientSettings | None = None, **options: Any
+    ) -> None:
+        if settings is not None:
+            if hosts is not None or options:
+                settings = settings.replace(**({"hosts": hosts} if hosts else {}), **options)
+        elif hosts is None:
+            raise ClientStateError("ZkClient needs hosts, e.g. ZkClient('127.0.0.1:2181')")
+        else:
+            settings = ClientSettings(hosts=hosts, **options)
+        self.settings = settings
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._listeners = ListenerRegistry()
+        self._conn: KazooConnection | None = None
+        self._state: ConnectionState | None = None
+        self._session = 0
+        self._started = False
+        self._closed = False
+        self._forked = False
+        self._abandoned: list[tuple[int, bytes]] = []
+        self._abandoned_ids: set[int] = set()
+        self._past_sessions: set[int] = set()
+        self._container_fallback = False
+        self._namespace_ready = False
+        self._deleter = GuaranteedDeleter(self, self._delete_backoff)
+        self._monitor: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self, timeout: float | None = None) -> ZkClient:
+        """Connect and establish a session; raise ConnectTimeoutError if not done in ``timeout`` s.
+
+        Idempotent: starting a started client does nothing.
+        """
+        if timeout is None:
+            timeout = self.settings.connection_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError(
+                f"start(timeout=) must be a positive number of seconds, got {timeout!r}"
+            )
+        self._check_fork()
+        with self._lock:
+            if self._closed:
+                raise ClientStateError("this ZkClient was closed; create a new one")
+            if self._started:
+                return self
+            self._conn = KazooConnection(self.settings, self._on_raw_state)
+            self._started = True
+        try:
+            self._conn.start(timeout)
+        except BaseException:
+            with self._lock:
+                self._started = False
+                self._conn = None
+            raise
+        _live_clients.add(self)
+        self._pid = os.getpid()
+        self._monitor = run_in_thread("zk-recipes session watchdog", self._watch_session)
+        return self
+
+    def close(self) -> None:
+        """Close the session: the server deletes our ephemeral nodes at once. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            conn, self._conn = self._conn, None
+            self._changed.notify_all()
+        _live_clients.discard(self)
+        if conn is None:
+            return
+        if self._forked:
+            conn.discard()
+            return
+        if conn.connected:
+            # Give queued guaranteed deletes of persistent nodes one chance.
+            self._deleter.wait_empty(min(1.0, self.settings.connection_timeout))
+        self._deleter.stop()
+        conn.stop()
+        if self._monitor is not None and self._monitor is not threading.current_thread():
+            self._monitor.join(2.0)
+        self._listeners.wait_idle(1.0)
+
+    def __enter__(self) -> ZkClient:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else (self._state.name if self._state else "not started")
+        return (
+            f"<ZkClient {self.settings.hosts}{self.settings.namespace} {state}"
+            f" session={self._session:#x}>"
+        )
+
+    # ------------------------------------------------------------------ introspection
+    @property
+    def state(self) -> ConnectionState | None:
+        """The last state told to listeners (None before the first connection)."""
+        return self._state
+
+    @property
+    def session_id(self) -> int:
+        """The current session id (0 when there is none)."""
+        return self._session
+
+    @property
+    def client_id(self) -> tuple[int, bytes] | None:
+        """(session id, password) of the current session, as kazoo's ``client_id``."""
+        conn = self._conn
+        return conn.client_id if conn is not None else None
+
+    @property
+    def connect_string(self) -> str:
+        return self.settings.hosts
+
+    @property
+    def namespace(self) -> str:
+        return self.settings.namespace
+
+    @property
+    def negotiated_session_timeout(self) -> float | None:
+        """The session timeout the server granted, in seconds."""
+        conn = self._conn
+        return conn.negotiated_timeout if conn is not None else None
+
+    @property
+    def connected_address(self) -> tuple[str, int] | None:
+        """(host, port) of the server this client is connected to, if any."""
+        conn = self._conn
+        return conn.connected_address if conn is not None else None
+
+    @property
+    def kazoo_client(self) -> Any:
+        """The underlying kazoo client (an escape hatch; its state is managed here)."""
+        return self._usable().kazoo_client
+
+    @property
+    def is_started(self) -> bool:
+        return self._started and not self._closed
+
+    # ------------------------------------------------------------------ listeners
+    def add_listener(self, listener: StateListener) -> None:
+        """Call ``listener(StateChange)`` on each state change, on a thread of its own."""
+        self._listeners.add(listener)
+
+    def remove_listener(self, listener: StateListener) -> None:
+        self._listeners.remove(listener)
+
+    def wait_connected(self, timeout: float) -> bool:
+        """Block until connected (CONNECTED/RECONNECTED/READ_ONLY); False on timeout."""
+        with self._changed:
+            return (
+                self._changed.wait_for(
+                    lambda: self._closed or (self._state is not None and self._state.is_connected),
+                    timeout,
+                )
+                and not self._closed
+            )
+
+    # ------------------------------------------------------------------ state machine
+    def _publish(self, state: ConnectionState, session_id: int, *, simulated: bool = False) -> None:
+        # Called with self._lock held.
+        self._state = state
+        self._changed.notify_all()
+        log.info("ZooKeeper state %s (session %#x)", state.name, session_id)
+        self._listeners.publish(StateChange(state, session_id, time.monotonic(), simulated))
+
+    def _on_raw_state(self, kind: str, session_id: int) -> None:
+        """kazoo's hook, on kazoo's connection thread: decide, publish, never block."""
+        reclaim: list[tuple[int, bytes]] = []
+        with self._lock:
+            if self._closed:
+                return
+            conn = self._conn
+            if kind in ("CONNECTED", "READ_ONLY"):
+                if session_id in self._abandoned_ids:
+                    # kazoo resumed a session we already declared LOST: drop it again.
+                    if conn is not None:
+                        conn.expire_now()
+                    return
+                read_only = kind == "READ_ONLY"
+                if self._state is None:
+                    new = ConnectionState.READ_ONLY if read_only else ConnectionState.CONNECTED
+                else:
+                    if session_id != self._session and self._state is not ConnectionState.LOST:
+                        self._publish(ConnectionState.LOST, self._session)
+                    new = ConnectionState.READ_ONLY if read_only else ConnectionState.RECONNECTED
+                if self._session and session_id != self._session:
+                    self._past_sessions.add(self._session)
+                self._session = session_id
+                self._publish(new, session_id)
+                reclaim, self._abandoned = self._abandoned, []
+            elif kind == "SUSPENDED":
+                if self._state is not None and self._state.is_connected:
+                    self._publish(ConnectionState.SUSPENDED, self._session)
+            elif self._state is not None and self._state is not ConnectionState.LOST:
+                # EXPIRED (the server says so), AUTH_FAILED or CLOSED while not closing.
+                if self._state.is_connected:
+                    self._publish(ConnectionState.SUSPENDED, self._session)
+                self._publish(ConnectionState.LOST, self._session)
+        for client_id in reclaim:
+            self._close_abandoned(client_id)
+
+    def _close_abandoned(self, client_id: tuple[int, bytes]) -> None:
+        conn = self._conn
+        if conn is None:
+            return
+        timeout = self.settings.connection_timeout
+        run_in_thread(
+            "zk-recipes close abandoned session",
+            lambda: conn.close_session_on_server(client_id, timeout),
+        )
+
+    def _watch_session(self) -> None:
+        """Declare LOST when the server has been silent for too long (simulated expiry)."""
+        fraction = self.settings.simulated_expiry_fraction
+        with self._changed:
+            while not self._closed:
+                conn = self._conn
+                if conn is None:
+                    return
+                limit = fraction * (conn.negotiated_timeout or self.settings.session_timeout)
+                if self._state is None or self._state is ConnectionState.LOST:
+                    self._changed.wait(limit / 4)
+                    continue
+                silent = time.monotonic() - conn.last_reply
+                if silent < limit:
+                    self._changed.wait(limit - silent + 0.005)
+                    continue
+                log.warning(
+                    "no reply from ZooKeeper for %.2f s (%.0f%% of the %.2f s session timeout): "
+                    "declaring session %#x LOST",
+                    silent,
+                    fraction * 100,
+                    limit / fraction,
+                    self._session,
+                )
+                client_id = conn.client_id
+                if client_id is not None:
+                    self._abandoned.append(client_id)
+                    self._abandoned_ids.add(client_id[0])
+                if self._state.is_connected:
+                    self._publish(ConnectionState.SUSPENDED, self._session)
+                self._publish(ConnectionState.LOST, self._session, simulated=True)
+                conn.abandon_session()
+
+    # ------------------------------------------------------------------ guards
+    def _check_fork(self) -> None:
+        if self._forked:
+            raise ClientStateError(
+                "this ZkClient was started in a parent process and cannot be used after fork(): "
+                "a ZooKeeper session cannot be shared between processes. Create the client in "
+                "the child (after the fork), e.g. in Celery's worker_process_init; the "
+                "zk_recipes framework integrations do this for you."
+            )
+
+    def _usable(self) -> KazooConnection:
+        self._check_fork()
+        conn = self._conn
+        if conn is None:
+            if self._closed:
+                raise ClientStateError("this ZkClient is closed; create a new one")
+            raise ClientStateError("this ZkClient is not started; call start() or use `with`")
+        return conn
+
+    def _wait_usable(self, timeout: float) -> bool:
+        return self.wait_connected(timeout)
+
+    @property
+    def _op_timeout(self) -> float:
+        return self.settings.connection_timeout
+
+    def _abs(self, path: str) -> str:
+        ns = self.settings.namespace
+        return ns + path if path != "/" else (ns or "/")
+
+    def _rel(self, path: str) -> str:
+        ns = self.settings.namespace
+        if ns and path.startswith(ns):
+            return path[len(ns) :] or "/"
+        return path
+
+    def _delete_backoff(self, attempt: int) -> float:
+        return float(min(2.0, 0.05 * 2 ** min(attempt, 6)))
+
+    # ------------------------------------------------------------------ retry
+    def retry(self, fn: Callable[[], T], *, timeout: float | None = None) -> T:
+        """Run ``fn`` under the client's retry policy (connection errors only)."""
+        deadline = time.monotonic() + timeout if timeout is not None else None
+        return retry(self.settings.retry_policy, fn, deadline=deadline)
+
+    # ------------------------------------------------------------------ requests
+    def _watch(self, watch: WatchCallback | None) -> WatchCallback | None:
+        if watch is None or not self.settings.namespace:
+            return watch
+
+        def _relative(event: WatchEvent) -> object:
+            return watch(WatchEvent(event.type, self._rel(event.path) if event.path else None))
+
+        return _relative
+
+    def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        mode: CreateMode = CreateMode.PERSISTENT,
+        acl: tuple[Acl, ...] | None = None,
+        ttl: float | None = None,
+        parents: bool = False,
+        protected: bool = False,
+        replace_stale: bool = False,
+    ) -> CreateResult:
+        """Create a node and return its path and stat.
+
+        ``parents``: create missing ancestors as CONTAINER nodes (reaped by the
+        server once empty). ``protected``: Curator's protected mode, so a create
+        whose reply was lost is found again instead of leaving an orphan.
+        ``replace_stale``: for a fixed-name EPHEMERAL node still held by one of
+        this client's earlier sessions, delete it and create ours.
+        """
+        _paths.validate_writable_path(path)
+        data = _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
+        if not isinstance(mode, CreateMode):
+            raise TypeError(f"mode must be a CreateMode, got {mode!r}")
+        if mode.is_ttl and (ttl is None or not ttl > 0):
+            raise ValueError(f"{mode.name} needs a positive ttl= in seconds, got {ttl!r}")
+        if not mode.is_ttl and ttl is not None:
+            raise ValueError(f"ttl= only applies to TTL modes, not {mode.name}")
+        if replace_stale and mode is not CreateMode.EPHEMERAL:
+            raise ValueError("replace_stale=True only applies to CreateMode.EPHEMERAL")
+        self._usable()
+        full = self._abs(path)
+        if protected:
+            return self._create_protected(full, data, mode, acl, ttl, parents)
+        attempts = 0
+
+        def attempt() -> CreateResult:
+            nonlocal attempts
+            attempts += 1
+            try:
+                return self._create_abs(full, data, mode, acl, ttl, parents)
+            except NodeExistsError:
+                if mode.is_ephemeral and not mode.is_sequential:
+                    stat = self._exists_abs(full)
+                    owner = stat.ephemeral_owner if stat is not None else 0
+                    if stat is not None and owner == self._session and attempts > 1:
+                        return CreateResult(path, stat)  # our own create, reply lost
+                    if replace_stale and owner in self._past_sessions | self._abandoned_ids:
+                        log.info("replacing %s left by our earlier session %#x", path, owner)
+                        assert stat is not None
+                        with contextlib.suppress(NoNodeError):
+                            self._delete_abs(full, stat.version)
+                        return self._create_abs(full, data, mode, acl, ttl, parents)
+                raise
+
+        return self.retry(attempt)
+
+    def _create_abs(
+        self,
+        full: str,
+        data: bytes,
+        mode: CreateMode,
+        acl: tuple[Acl, ...] | None,
+        ttl: float | None,
+        parents: bool,
+    ) -> CreateResult:
+        for _ in range(_PARENT_ATTEMPTS):
+            try:
+                created, stat = self._send_create(full, data, mode, acl, ttl)
+                return CreateResult(self._rel(created), stat)
+            except NoNodeError:
+                parent = _paths.parent_of(full)
+                if parent == "/" or not (parents or self._is_namespace_root(parent)):
+                    raise NoNodeError(
+                        f"cannot create {self._rel(full)}: its parent {self._rel(parent)} does "
+                        "not exist (pass parents=True to create it)",
+                        self._rel(full),
+                    ) from None
+                self._ensure_abs(parent)
+        raise NoNodeError(f"parents of {self._rel(full)} keep vanishing", self._rel(full))
+
+    def _is_namespace_root(self, full_parent: str) -> bool:
+        return bool(self.settings.namespace) and full_parent == self.settings.namespace
+
+    def _send_create(
+        self,
+        full: str,
+        data: bytes,
+        mode: CreateMode,
+        acl: tuple[Acl, ...] | None,
+        ttl: float | None,
+    ) -> tuple[str, ZnodeStat]:
+        conn = self._usable()
+        if mode is CreateMode.CONTAINER and self._container_fallback:
+            mode = CreateMode.PERSISTENT
+        try:
+            return conn.create_async(full, data, mode, acl, ttl).result(self._op_timeout)
+        except UnsupportedFeatureError:
+            if mode is not CreateMode.CONTAINER:
+                raise UnsupportedFeatureError(
+                    f"the ZooKeeper server does not support {mode.name} nodes (needs 3.5.3+, "
+                    "and TTL nodes need zookeeper.extendedTypesEnabled=true on the server)"
+                ) from None
+            self._container_fallback = True
+            message = (
+                "the ZooKeeper server does not support CONTAINER nodes (older than 3.5): "
+                "falling back to PERSISTENT parents, which the server will not reap"
+            )
+            log.warning(message)
+            warnings.warn(message, RuntimeWarning, stacklevel=4)
+            return conn.create_async(full, data, CreateMode.PERSISTENT, acl, ttl).result(
+                self._op_timeout
+            )
+
+    def ensure_path(self, path: str) -> None:
+        """Make ``path`` and its missing ancestors exist, as CONTAINER nodes."""
+        _paths.validate_writable_path(path)
+        self._usable()
+        self.retry(lambda: self._ensure_abs(self._abs(path)))
+
+    def _ensure_abs(self, full: str) -> None:
+        # Curator's mkdirs: top down, an exists then a create per missing level.
+        partial = ""
+        for segment in full.strip("/").split("/"):
+            partial = f"{partial}/{segment}"
+            if self._exists_abs(partial) is not None:
+                continue
+            with contextlib.suppress(NodeExistsError):
+                self._send_create(partial, b"", CreateMode.CONTAINER, None, None)
+
+    def _create_protected(
+        self,
+        full: str,
+        data: bytes,
+        mode: CreateMode,
+        acl: tuple[Acl, ...] | None,
+        ttl: float | None,
+        parents: bool,
+    ) -> CreateResult:
+        protected_id = _paths.new_protected_id()
+        prefix = _paths.protected_prefix(protected_id)
+        parent = _paths.parent_of(full)
+        node = _paths.join(parent, prefix + _paths.name_of(full))
+        tried = False
+
+        def attempt() -> CreateResult:
+            nonlocal tried
+            if tried:
+                found = self._find_protected(parent, prefix)
+                if found is not None:
+                    stat = self._exists_abs(found)
+                    if stat is not None:
+                        if not mode.is_ephemeral or stat.ephemeral_owner == self._session:
+                            return CreateResult(self._rel(found), stat)
+                        # Created by a session that is gone or going (CURATOR-498).
+                        self._deleter.add(found, -1, stat.ephemeral_owner)
+            tried = True
+            return self._create_abs(node, data, mode, acl, ttl, parents)
+
+        try:
+            return self.retry(attempt)
+        except (ConnectionLostError, ZkTimeoutError, KeyboardInterrupt):
+            if tried:
+                run_in_thread(
+                    "zk-recipes protected cleanup",
+                    lambda: self._delete_protected(parent, prefix),
+                )
+            raise
+        except Exception as exc:
+            if tried and not isinstance(exc, (NoNodeError, NodeExistsError)):
+                run_in_thread(
+                    "zk-recipes protected cleanup",
+                    lambda: self._delete_protected(parent, prefix),
+                )
+            raise
+
+    def _find_protected(self, parent: str, prefix: str) -> str | None:
+        try:
+            children = self._usable().get_children_async(parent).result(self._op_timeout)
+        except NoNodeError:
+            return None
+        for child in children:
+            if child.startswith(prefix):
+                return _paths.join(parent, child)
+        return None
+
+    def _delete_protected(self, parent: str, prefix: str) -> None:
+        """Background: delete what a failed protected create may have left."""
+        if not self._wait_usable(self.settings.session_timeout):
+            return
+        try:
+            found = self._find_protected(parent, prefix)
+        except Exception:
+            log.debug("protected cleanup under %s could not list", parent, exc_info=True)
+            return
+        if found is not None:
+            self._deleter.add(found, -1, 0)
+
+    def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, ZnodeStat]:
+        """The node's data and stat; ``watch`` fires once on change or delete."""
+        _paths.validate_path(path)
+        return (
+            self._usable().get_async(self._abs(path), self._watch(watch)).result(self._op_timeout)
+        )
+
+    def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
+        _paths.validate_path(path)
+        return (
+            self._usable()
+            .get_children_async(self._abs(path), self._watch(watch))
+            .result(self._op_timeout)
+        )
+
+    def exists(self, path: str, watch: WatchCallback | None = None) -> ZnodeStat | None:
+        _paths.validate_path(path)
+        return (
+            self._usable()
+            .exists_async(self._abs(path), self._watch(watch))
+            .result(self._op_timeout)
+        )
+
+    def _exists_abs(self, path: str) -> ZnodeStat | None:
+        return self._usable().exists_async(path).result(self._op_timeout)
+
+    def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
+        _paths.validate_writable_path(path)
+        data = _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
+        return self._usable().set_async(self._abs(path), data, version).result(self._op_timeout)
+
+    def delete(
+        self, path: str, version: int = -1, *, guaranteed: bool = False, recursive: bool = False
+    ) -> None:
+        """Delete a node.
+
+        ``guaranteed``: if the connection fails, keep retrying in the background
+        until the node is gone (or belongs to someone else). ``recursive``:
+        delete the children first. A missing node is not an error.
+        """
+        _paths.validate_writable_path(path)
+        self._usable()
+        full = self._abs(path)
+        if recursive:
+            self.retry(lambda: self._delete_tree(full))
+            return
+        session = self._session
+        try:
+            self._delete_abs(full, version)
+        except NoNodeError:
+            pass
+        except (ConnectionLostError, ZkTimeoutError):
+            if not guaranteed:
+                raise
+            log.info("delete of %s failed; retrying in the background", path)
+            self._deleter.add(full, version, session)
+
+    def _delete_abs(self, path: str, version: int) -> None:
+        self._usable().delete_async(path, version).result(self._op_timeout)
+
+    def _delete_tree(self, full: str) -> None:
+        try:
+            children = self._usable().get_children_async(full).result(self._op_timeout)
+        except NoNodeError:
+            return
+        for child in children:
+            self._delete_tree(_paths.join(full, child))
+        with contextlib.suppress(NoNodeError):
+            self._delete_abs(full, -1)
+
+    def pending_deletes(self) -> list[str]:
+        """Paths a guaranteed delete is still working on (relative to the namespace)."""
+        return [self._rel(p) for p in self._deleter.pending()]
+
+    def wait_for_deletes(self, timeout: float) -> bool:
+        """Wait until no guaranteed delete is pending; False on timeout."""
+        return self._deleter.wait_empty(timeout)
+
+    def sync(self, path: str = "/") -> None:
+        """Make this client's server catch up with the leader for ``path``."""
+        _paths.validate_path(path)
+        self._usable().sync_async(self._abs(path)).result(self._op_timeout)
+
+    # Async building blocks for recipes that pipeline requests.
+    def create_async(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        mode: CreateMode = CreateMode.PERSISTENT,
+        acl: tuple[Acl, ...] | None = None,
+    ) -> Pending[tuple[str, ZnodeStat]]:
+        """Send a create without waiting (paths in the result are absolute)."""
+        _paths.validate_writable_path(path)
+        data = _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
+        return self._usable().create_async(self._abs(path), data, mode, acl)
+
+    def get_children_async(
+        self, path: str, watch: WatchCallback | None = None
+    ) -> Pending[list[str]]:
+        _paths.validate_path(path)
+        return self._usable().get_children_async(self._abs(path), self._watch(watch))

@@ -1,0 +1,126 @@
+"""Guaranteed delete: keep trying in the background until the node is gone.
+
+A recipe that releases a node while the connection is down must not forget
+it: the node would block everyone until the session expires (kazoo #732,
+Curator's FailedDeleteManager). A failed delete is queued here and retried
+whenever the client is connected, until the node is gone. A node that now
+belongs to another session is never deleted: after our session was lost,
+a node at the same path may be someone else's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from zk_recipes._errors import ConnectionLostError, NoNodeError, SessionLost, ZkRecipesError
+from zk_recipes._kazoo import ZnodeStat
+
+log = logging.getLogger("zk_recipes.client")
+
+
+class _Deleting(Protocol):
+    """What the deleter needs from the client (absolute paths)."""
+
+    def _exists_abs(self, path: str) -> ZnodeStat | None: ...
+    def _delete_abs(self, path: str, version: int) -> None: ...
+    def _wait_usable(self, timeout: float) -> bool: ...
+    @property
+    def session_id(self) -> int: ...
+
+
+@dataclasses.dataclass
+class _PendingDelete:
+    path: str
+    version: int
+    #: The session that owned the node when the delete was asked for (0 = any).
+    session_id: int
+
+
+class GuaranteedDeleter:
+    def __init__(self, client: _Deleting, backoff: Callable[[int], float]) -> None:
+        self._client = client
+        self._backoff = backoff
+        self._lock = threading.Lock()
+        self._pending: dict[str, _PendingDelete] = {}
+        self._changed = threading.Condition(self._lock)
+        self._worker: threading.Thread | None = None
+        self._stopped = False
+
+    def add(self, path: str, version: int, session_id: int) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            self._pending[path] = _PendingDelete(path, version, session_id)
+            self._changed.notify_all()
+            if self._worker is None:
+                self._worker = threading.Thread(
+                    target=self._run, name="zk-recipes guaranteed delete", daemon=True
+                )
+                self._worker.start()
+
+    def pending(self) -> list[str]:
+        with self._lock:
+            return sorted(self._pending)
+
+    def wait_empty(self, timeout: float) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._pending, timeout)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            self._changed.notify_all()
+
+    def try_once(self, item: _PendingDelete) -> bool:
+        """One attempt; True when the node is gone (or not ours), False to retry later."""
+        client = self._client
+        try:
+            stat = client._exists_abs(item.path)
+            if stat is None:
+                return True
+            owner = stat.ephemeral_owner
+            if owner and owner != (item.session_id or client.session_id):
+                log.info("not deleting %s: it now belongs to session %#x", item.path, owner)
+                return True
+            client._delete_abs(item.path, item.version)
+            return True
+        except NoNodeError:
+            return True
+        except SessionLost:
+            return False
+        except ConnectionLostError:
+            return False
+        except ZkRecipesError:
+            log.warning("guaranteed delete of %s failed for good", item.path, exc_info=True)
+            return True
+
+    def _run(self) -> None:
+        attempt = 0
+        while True:
+            with self._lock:
+                if self._stopped or not self._pending:
+                    self._worker = None
+                    self._changed.notify_all()
+                    return
+                items = list(self._pending.values())
+            if not self._client._wait_usable(1.0):
+                continue
+            failed = False
+            for item in items:
+                if self.try_once(item):
+                    with self._lock:
+                        if self._pending.get(item.path) is item:
+                            del self._pending[item.path]
+                        self._changed.notify_all()
+                else:
+                    failed = True
+            if failed:
+                attempt += 1
+                with self._lock:
+                    self._changed.wait(self._backoff(attempt))
+            else:
+                attempt = 0

@@ -1,0 +1,492 @@
+"""The one place that talks to kazoo: a typed adapter around a KazooClient.
+
+kazoo is untyped and its private connection internals are what we need to
+reach, so every ``Any`` and every reach into kazoo stops in this file
+(kazoo is pinned to 2.11.x in pyproject for that reason).
+
+What it adds to kazoo:
+
+- CONTAINER and TTL creates (opcodes 19 and 21, flags 4/5/6), which kazoo
+  2.11 cannot send. Both answer with a Create2Response (path + stat).
+- The time of the last reply read from the server and the negotiated
+  session timeout, which the client's simulated-expiry watchdog needs
+  (kazoo keeps neither).
+- ``abandon_session()`` / ``expire_now()``: make kazoo build a brand-new
+  session instead of resuming the old one, for simulated expiry.
+- Error translation: kazoo exceptions become zk_recipes errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import enum
+import logging
+import threading
+import time
+from collections import namedtuple
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Generic, NamedTuple, TypeVar
+
+import kazoo.exceptions as kz_exc
+from kazoo.client import KazooClient
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.connection import _SESSION_EXPIRED
+from kazoo.protocol.serialization import Create2, int_struct, long_struct
+from kazoo.protocol.states import EventType, KazooState, KeeperState
+from kazoo.retry import KazooRetry
+from kazoo.security import ACL, Id
+
+from zk_recipes import _errors as errors
+from zk_recipes._acl import OPEN_ACL_UNSAFE, Acl
+from zk_recipes._settings import ClientSettings
+
+log = logging.getLogger("zk_recipes.client")
+
+T = TypeVar("T")
+
+
+class CreateMode(enum.Enum):
+    """ZooKeeper create modes (the wire flag is the value)."""
+
+    PERSISTENT = 0
+    EPHEMERAL = 1
+    PERSISTENT_SEQUENTIAL = 2
+    EPHEMERAL_SEQUENTIAL = 3
+    CONTAINER = 4
+    PERSISTENT_WITH_TTL = 5
+    PERSISTENT_SEQUENTIAL_WITH_TTL = 6
+
+    @property
+    def is_ephemeral(self) -> bool:
+        return self in (CreateMode.EPHEMERAL, CreateMode.EPHEMERAL_SEQUENTIAL)
+
+    @property
+    def is_sequential(self) -> bool:
+        return self in (
+            CreateMode.PERSISTENT_SEQUENTIAL,
+            CreateMode.EPHEMERAL_SEQUENTIAL,
+            CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL,
+        )
+
+    @property
+    def is_ttl(self) -> bool:
+        return self in (CreateMode.PERSISTENT_WITH_TTL, CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL)
+
+
+class ZnodeStat(NamedTuple):
+    """A node's metadata. ``czxid`` is the fencing token recipes hand out."""
+
+    czxid: int
+    mzxid: int
+    ctime: int
+    mtime: int
+    version: int
+    cversion: int
+    aversion: int
+    ephemeral_owner: int
+    data_length: int
+    num_children: int
+    pzxid: int
+
+
+class WatchEventType(enum.Enum):
+    CREATED = "CREATED"
+    DELETED = "DELETED"
+    CHANGED = "CHANGED"
+    CHILD = "CHILD"
+    #: kazoo fires this once for every pending watch when the connection drops;
+    #: the watch is gone and must be re-armed ("re-list and re-arm").
+    NONE = "NONE"
+
+
+@dataclasses.dataclass(frozen=True)
+class WatchEvent:
+    type: WatchEventType
+    path: str | None
+
+
+WatchCallback = Callable[[WatchEvent], object]
+
+_EVENT_TYPES = {
+    EventType.CREATED: WatchEventType.CREATED,
+    EventType.DELETED: WatchEventType.DELETED,
+    EventType.CHANGED: WatchEventType.CHANGED,
+    EventType.CHILD: WatchEventType.CHILD,
+    EventType.NONE: WatchEventType.NONE,
+}
+
+
+def _stat(raw: Any) -> ZnodeStat:
+    return ZnodeStat(
+        raw.czxid,
+        raw.mzxid,
+        raw.ctime,
+        raw.mtime,
+        raw.version,
+        raw.cversion,
+        raw.aversion,
+        raw.ephemeralOwner,
+        raw.dataLength,
+        raw.numChildren,
+        raw.pzxid,
+    )
+
+
+class _CreateContainer(namedtuple("_CreateContainer", "path data acl flags")):
+    """createContainer (opcode 19): a CreateRequest with flags=4, answered by a Create2Response."""
+
+    type = 19
+    serialize = Create2.serialize
+    deserialize = Create2.deserialize
+
+
+class _CreateTTL(namedtuple("_CreateTTL", "path data acl flags ttl")):
+    """createTTL (opcode 21): CreateTTLRequest = CreateRequest + int64 ttl (ms)."""
+
+    type = 21
+    deserialize = Create2.deserialize
+
+    def serialize(self) -> bytearray:
+        b: bytearray = Create2.serialize(self)
+        b.extend(long_struct.pack(self.ttl))
+        return b
+
+
+assert int_struct.size == 4  # the wire layout above relies on kazoo's struct helpers
+
+
+_TRANSLATIONS: tuple[tuple[type[BaseException], type[errors.ZkRecipesError]], ...] = (
+    (kz_exc.NoNodeError, errors.NoNodeError),
+    (kz_exc.NodeExistsError, errors.NodeExistsError),
+    (kz_exc.BadVersionError, errors.BadVersionError),
+    (kz_exc.NotEmptyError, errors.NotEmptyError),
+    (kz_exc.NoAuthError, errors.NoAuthError),
+    (kz_exc.NoChildrenForEphemeralsError, errors.NoChildrenForEphemeralsError),
+)
+
+
+def translate(exc: BaseException, path: str | None = None) -> errors.ZkRecipesError:
+    """The zk_recipes error for a kazoo (or handler) exception."""
+    for kz_type, ours in _TRANSLATIONS:
+        if isinstance(exc, kz_type):
+            if issubclass(ours, errors.NodeError):
+                return ours(f"{ours.__doc__ or ours.__name__} ({path})", path)
+            return ours(str(exc))
+    if isinstance(exc, kz_exc.SessionExpiredError):
+        return errors.SessionLost("the ZooKeeper session expired")
+    if isinstance(exc, (kz_exc.OperationTimeoutError, KazooTimeoutError)):
+        return errors.OperationTimeoutError(
+            f"ZooKeeper did not answer in time ({path or 'request'})"
+        )
+    if isinstance(exc, kz_exc.SessionMovedError):
+        return errors.SessionMovedError("the session moved to another server")
+    if isinstance(exc, (kz_exc.ConnectionLoss, kz_exc.ConnectionDropped)):
+        return errors.ConnectionLostError(f"connection to ZooKeeper lost ({path or 'request'})")
+    if isinstance(exc, kz_exc.ConnectionClosedError):
+        return errors.ClientStateError("the client is closed; start() it or make a new one")
+    if isinstance(exc, kz_exc.AuthFailedError):
+        return errors.ConfigurationError(
+            "ZooKeeper rejected the client's credentials (AUTH_FAILED); check auth/sasl settings"
+        )
+    if isinstance(exc, kz_exc.UnimplementedError):
+        return errors.UnsupportedFeatureError(
+            f"the server does not implement this request ({path})"
+        )
+    if isinstance(exc, kz_exc.InvalidACLError):
+        return errors.ConfigurationError(f"invalid ACL for {path}")
+    return errors.ZkRecipesError(f"ZooKeeper error on {path or 'request'}: {exc!r}")
+
+
+@contextmanager
+def translated(path: str | None = None) -> Iterator[None]:
+    """Re-raise kazoo exceptions inside the block as zk_recipes errors."""
+    try:
+        yield
+    except errors.ZkRecipesError:
+        raise
+    except (kz_exc.KazooException, KazooTimeoutError) as exc:
+        raise translate(exc, path) from exc
+
+
+class Pending(Generic[T]):
+    """A request in flight (kazoo's async result), typed."""
+
+    def __init__(self, raw: Any, path: str, convert: Callable[[Any], T]) -> None:
+        self._raw = raw
+        self._path = path
+        self._convert = convert
+
+    def result(self, timeout: float | None = None) -> T:
+        with translated(self._path):
+            return self._convert(self._raw.get(block=True, timeout=timeout))
+
+    def done(self) -> bool:
+        return bool(self._raw.ready())
+
+    def add_done_callback(self, fn: Callable[[Pending[T]], object]) -> None:
+        """Call ``fn(self)`` when the reply arrives (on kazoo's completion thread: be quick)."""
+        self._raw.rawlink(lambda _raw: fn(self))
+
+
+def _kazoo_acl(acl: Sequence[Acl]) -> list[Any]:
+    return [ACL(int(a.perms), Id(a.scheme, a.id)) for a in acl]
+
+
+#: kazoo's raw state hook: (kind, session_id) with kind one of
+#: CONNECTED, READ_ONLY, SUSPENDED, EXPIRED, CLOSED, AUTH_FAILED.
+RawStateHook = Callable[[str, int], None]
+
+
+class KazooConnection:
+    """One KazooClient, its connection hooks, and typed requests (paths are absolute)."""
+
+    def __init__(self, settings: ClientSettings, on_state: RawStateHook) -> None:
+        self._settings = settings
+        self._on_state = on_state
+        tls = settings.tls
+        self._kz_kwargs: dict[str, Any] = dict(
+            hosts=settings.hosts,
+            timeout=settings.session_timeout,
+            auth_data=list(settings.auth) or None,
+            sasl_options=dict(settings.sasl) if settings.sasl else None,
+            read_only=settings.read_only or None,
+            # Reconnect forever with capped back-off; giving up is the client's decision.
+            connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0),
+            use_ssl=tls is not None,
+        )
+        if tls is not None:
+            self._kz_kwargs.update(
+                ca=tls.ca_file,
+                certfile=tls.cert_file,
+                keyfile=tls.key_file,
+                keyfile_password=tls.key_password,
+                verify_certs=tls.verify_certs,
+                check_hostname=tls.check_hostname,
+            )
+        self._kz: Any = KazooClient(**self._kz_kwargs)
+        self._acl = _kazoo_acl(settings.default_acl or OPEN_ACL_UNSAFE)
+        self.last_reply = time.monotonic()
+        self.negotiated_timeout: float | None = None
+        self._install_hooks()
+
+    # -- hooks -----------------------------------------------------------
+    def _install_hooks(self) -> None:
+        conn = self._kz._connection
+        read_socket = conn._read_socket
+        connect = conn._connect
+
+        def _read_socket(read_timeout: float) -> Any:
+            response = read_socket(read_timeout)
+            self.last_reply = time.monotonic()
+            return response
+
+        def _connect(host: str, hostip: str, port: int) -> Any:
+            read_timeout, connect_timeout = connect(host, hostip, port)
+            # kazoo derives read_timeout = negotiated * 2/3 (ms) and keeps neither.
+            self.negotiated_timeout = read_timeout * 1.5 / 1000.0
+            self.last_reply = time.monotonic()
+            return read_timeout, connect_timeout
+
+        conn._read_socket = _read_socket
+        conn._connect = _connect
+        self._kz.add_listener(self._kazoo_listener)
+
+    def _kazoo_listener(self, state: Any) -> None:
+        # Runs on kazoo's connection thread: record, hand off, never block.
+        keeper = self._kz.client_state
+        if state == KazooState.CONNECTED:
+            self.last_reply = time.monotonic()
+            kind = "READ_ONLY" if keeper == KeeperState.CONNECTED_RO else "CONNECTED"
+        elif state == KazooState.SUSPENDED:
+            kind = "SUSPENDED"
+        elif keeper == KeeperState.EXPIRED_SESSION:
+            kind = "EXPIRED"
+        elif keeper == KeeperState.AUTH_FAILED:
+            kind = "AUTH_FAILED"
+        else:
+            kind = "CLOSED"
+        try:
+            self._on_state(kind, self.session_id)
+        except Exception:
+            log.exception("error in the zk_recipes state hook")
+
+    # -- lifecycle -------------------------------------------------------
+    def start(self, timeout: float) -> None:
+        try:
+            self._kz.start(timeout=timeout)
+        except KazooTimeoutError as exc:
+            self.stop()
+            hosts = self._settings.hosts
+            raise errors.ConnectTimeoutError(
+                f"could not connect to ZooKeeper at {hosts} within {timeout:g} s. Check that "
+                "the servers are running and reachable from here (e.g. `echo ruok | nc HOST "
+                "PORT` answers imok), that the hosts setting is right, and that TLS/auth "
+                "settings match the servers."
+            ) from exc
+        except kz_exc.KazooException as exc:
+            self.stop()
+            raise translate(exc) from exc
+
+    def stop(self) -> None:
+        """Close the session (the server deletes its ephemeral nodes at once) and free resources."""
+        try:
+            self._kz.stop()
+        except Exception:
+            log.warning("kazoo did not stop cleanly", exc_info=True)
+        try:
+            self._kz.close()
+        except Exception:
+            log.debug("kazoo close failed", exc_info=True)
+
+    def discard(self) -> None:
+        """Forget the client without touching its socket (used in a forked child)."""
+        self._kz = None
+
+    @property
+    def session_id(self) -> int:
+        sid = self._kz._session_id if self._kz is not None else None
+        return int(sid or 0)
+
+    @property
+    def client_id(self) -> tuple[int, bytes] | None:
+        if self._kz is None or not self._kz._session_id:
+            return None
+        return int(self._kz._session_id), bytes(self._kz._session_passwd)
+
+    @property
+    def connected(self) -> bool:
+        return self._kz is not None and bool(self._kz.connected)
+
+    @property
+    def connected_address(self) -> tuple[str, int] | None:
+        sock = getattr(self._kz._connection, "_socket", None) if self._kz is not None else None
+        if sock is None:
+            return None
+        try:
+            peer = sock.getpeername()
+        except OSError:
+            return None
+        return str(peer[0]), int(peer[1])
+
+    @property
+    def kazoo_client(self) -> Any:
+        return self._kz
+
+    def abandon_session(self) -> None:
+        """Make the next connect build a new session, and fail requests queued for the old one."""
+        kz = self._kz
+        if kz is None:
+            return
+        if kz.connected:
+            self.expire_now()
+            return
+        kz._session_id = None
+        kz._session_passwd = b"\x00" * 16
+        kz._notify_pending(KeeperState.EXPIRED_SESSION)
+
+    def expire_now(self) -> None:
+        """Make kazoo drop the current session as expired, ahead of any queued request."""
+        kz = self._kz
+        if kz is None:
+            return
+        kz._queue.appendleft((_SESSION_EXPIRED, None))
+        with contextlib.suppress(OSError, AttributeError):
+            kz._connection._write_sock.send(b"\0")
+
+    # -- requests (absolute paths) ---------------------------------------
+    def create_async(
+        self,
+        path: str,
+        data: bytes,
+        mode: CreateMode,
+        acl: Sequence[Acl] | None = None,
+        ttl: float | None = None,
+    ) -> Pending[tuple[str, ZnodeStat]]:
+        kacl = _kazoo_acl(acl) if acl is not None else self._acl
+        request: Any
+        if mode is CreateMode.CONTAINER:
+            request = _CreateContainer(path, data, kacl, mode.value)
+        elif mode.is_ttl:
+            if ttl is None:
+                raise errors.ConfigurationError(f"{mode.name} needs ttl= (seconds)")
+            request = _CreateTTL(path, data, kacl, mode.value, int(ttl * 1000))
+        else:
+            request = Create2(path, data, kacl, mode.value)
+        return self._call(request, path, lambda r: (str(r[0]), _stat(r[1])))
+
+    def get_async(
+        self, path: str, watch: WatchCallback | None = None
+    ) -> Pending[tuple[bytes, ZnodeStat]]:
+        with translated(path):
+            raw = self._kz.get_async(path, watch=self._watcher(watch))
+        return Pending(raw, path, lambda r: (bytes(r[0] or b""), _stat(r[1])))
+
+    def get_children_async(
+        self, path: str, watch: WatchCallback | None = None
+    ) -> Pending[list[str]]:
+        with translated(path):
+            raw = self._kz.get_children_async(path, watch=self._watcher(watch))
+        return Pending(raw, path, lambda r: [str(c) for c in r])
+
+    def exists_async(
+        self, path: str, watch: WatchCallback | None = None
+    ) -> Pending[ZnodeStat | None]:
+        with translated(path):
+            raw = self._kz.exists_async(path, watch=self._watcher(watch))
+        return Pending(raw, path, lambda r: _stat(r) if r is not None else None)
+
+    def set_async(self, path: str, data: bytes, version: int = -1) -> Pending[ZnodeStat]:
+        with translated(path):
+            raw = self._kz.set_async(path, data, version)
+        return Pending(raw, path, _stat)
+
+    def delete_async(self, path: str, version: int = -1) -> Pending[None]:
+        with translated(path):
+            raw = self._kz.delete_async(path, version)
+        return Pending(raw, path, lambda r: None)
+
+    def sync_async(self, path: str) -> Pending[None]:
+        with translated(path):
+            raw = self._kz.sync_async(path)
+        return Pending(raw, path, lambda r: None)
+
+    def _call(self, request: Any, path: str, convert: Callable[[Any], T]) -> Pending[T]:
+        raw = self._kz.handler.async_result()
+        if self._kz._call(request, raw) is False:
+            raise translate(raw.exception, path)
+        return Pending(raw, path, convert)
+
+    def _watcher(self, watch: WatchCallback | None) -> Callable[[Any], None] | None:
+        if watch is None:
+            return None
+
+        def _fire(event: Any) -> None:
+            watch(WatchEvent(_EVENT_TYPES.get(event.type, WatchEventType.NONE), event.path))
+
+        return _fire
+
+    def close_session_on_server(self, client_id: tuple[int, bytes], timeout: float) -> None:
+        """Close a session we gave up on, so its ephemeral nodes go now rather than at expiry."""
+        kwargs = dict(self._kz_kwargs)
+        kwargs.update(client_id=client_id, connection_retry=None)
+        other: Any = KazooClient(**kwargs)
+        try:
+            other.start(timeout=timeout)
+            if other._session_id == client_id[0]:
+                other.stop()
+        except Exception:
+            log.debug("closing abandoned session %#x failed (it may have expired)", client_id[0])
+        finally:
+            try:
+                other.stop()
+                other.close()
+            except Exception:
+                pass
+
+
+def run_in_thread(name: str, fn: Callable[[], object]) -> threading.Thread:
+    thread = threading.Thread(target=fn, name=name, daemon=True)
+    thread.start()
+    return thread
