@@ -1,7 +1,21 @@
-"""zk-recipes: ZooKeeper coordination recipes, Curator-compatible."""
+"""zk-recipes: ZooKeeper coordination recipes for Python, wire-compatible with Curator.
+
+Everything public is imported from here; modules starting with ``_`` are
+private. ``zk_recipes.testing`` (real-server harness, pytest plugin) is a
+separate, opt-in subpackage.
+"""
 
 from __future__ import annotations
 
+from zk_recipes._acl import (
+    CREATOR_ALL_ACL,
+    OPEN_ACL_UNSAFE,
+    READ_ACL_UNSAFE,
+    Acl,
+    Perms,
+    digest_acl,
+)
+from zk_recipes._client import CreateResult, ZkClient
 from zk_recipes._errors import (
     BadVersionError,
     ClientStateError,
@@ -24,16 +38,41 @@ from zk_recipes._errors import (
     ZkRecipesError,
     ZkTimeoutError,
 )
+from zk_recipes._kazoo import CreateMode, Pending, WatchEvent, WatchEventType, ZnodeStat
+from zk_recipes._retry import (
+    BoundedExponentialBackoffRetry,
+    ExponentialBackoffRetry,
+    PlateauRetry,
+    RetryForever,
+    RetryNTimes,
+    RetryOneTime,
+    RetryPolicy,
+    RetryUntilElapsed,
+    is_retryable,
+    retry,
+)
+from zk_recipes._settings import ClientSettings, TlsOptions
+from zk_recipes._states import ConnectionState, StateChange
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "CREATOR_ALL_ACL",
+    "OPEN_ACL_UNSAFE",
+    "READ_ACL_UNSAFE",
+    "Acl",
     "BadVersionError",
+    "BoundedExponentialBackoffRetry",
+    "ClientSettings",
     "ClientStateError",
     "ConfigurationError",
     "ConnectTimeoutError",
     "ConnectionLostError",
+    "ConnectionState",
+    "CreateMode",
+    "CreateResult",
     "DataTooLargeError",
+    "ExponentialBackoffRetry",
     "InvalidPathError",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
@@ -42,11 +81,28 @@ __all__ = [
     "NodeExistsError",
     "NotEmptyError",
     "OperationTimeoutError",
+    "Pending",
+    "Perms",
+    "PlateauRetry",
     "RetriesExhaustedError",
+    "RetryForever",
+    "RetryNTimes",
+    "RetryOneTime",
+    "RetryPolicy",
+    "RetryUntilElapsed",
     "SessionLost",
     "SessionMovedError",
+    "StateChange",
+    "TlsOptions",
     "UnsupportedFeatureError",
+    "WatchEvent",
+    "WatchEventType",
+    "ZkClient",
     "ZkRecipesError",
     "ZkTimeoutError",
+    "ZnodeStat",
     "__version__",
+    "digest_acl",
+    "is_retryable",
+    "retry",
 ]
