@@ -1,0 +1,145 @@
+"""The zk-recipes demo: a real, throwaway ZooKeeper and a client living through faults.
+
+Run it with ``scripts/demo.sh`` (which installs what it needs). It shows:
+
+1. the client's state changes as the server restarts (SUSPENDED -> RECONNECTED,
+   same session) and as it is paused for longer than the session timeout
+   (LOST declared by the client itself, before the server could hand our
+   nodes to anyone, then RECONNECTED on a new session);
+2. a protected create (Curator's ``_c_<uuid>-`` names) whose reply is lost on
+   the way back, recovered without leaving an orphan;
+3. a guaranteed delete issued while the network is cut, completed in the
+   background once it heals;
+4. ``close()`` removing the client's ephemeral nodes at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+
+from zk_recipes import ConnectionState, CreateMode, StateChange, WatchEvent, ZkClient
+from zk_recipes.testing import TcpProxy, ZooKeeperServer
+
+T0 = time.monotonic()
+
+
+def say(message: str) -> None:
+    print(f"[{time.monotonic() - T0:6.2f}s] {message}", flush=True)
+
+
+def show_state(change: StateChange) -> None:
+    how = " (declared by the client: no reply for too long)" if change.simulated else ""
+    say(f"    state -> {change.state.name}{how}, session {change.session_id:#x}")
+
+
+def wait_for(seen: list[ConnectionState], state: ConnectionState, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while state not in seen:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"demo failed: no {state.name} within {timeout} s")
+        time.sleep(0.02)
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.ERROR)
+    say("starting a throwaway ZooKeeper 3.8 on loopback ...")
+    with ZooKeeperServer() as server, TcpProxy(server.host, server.port) as proxy:
+        say(f"ZooKeeper is up at {server.connect_string} (log: {server.log_path})")
+        seen: list[ConnectionState] = []
+        client = ZkClient(proxy.connect_string, namespace="demo", session_timeout=3.0)
+        client.add_listener(show_state)
+        client.add_listener(lambda change: seen.append(change.state))
+        observer = ZkClient(server.connect_string, namespace="demo")
+        with client, observer:
+            wait_for(seen, ConnectionState.CONNECTED)
+            timeout = client.negotiated_session_timeout
+            say(f"client connected; negotiated session timeout {timeout} s")
+
+            say("1a. restarting the server: the session must survive")
+            member = client.create(
+                "/members/worker-",
+                mode=CreateMode.EPHEMERAL_SEQUENTIAL,
+                parents=True,
+                protected=True,
+            )
+            session = client.session_id
+            seen.clear()
+            server.restart()
+            wait_for(seen, ConnectionState.RECONNECTED)
+            same = "same" if client.session_id == session else "NEW"
+            say(
+                f"    back on the {same} session; {member.path} still there: "
+                f"{client.exists(member.path) is not None}"
+            )
+
+            say("1b. pausing the server (SIGSTOP) for 5 s, longer than the 3 s session")
+            seen.clear()
+            paused_at = time.monotonic()
+            server.pause()
+            wait_for(seen, ConnectionState.LOST)
+            say(
+                f"    LOST known {time.monotonic() - paused_at:.2f} s into the pause: recipes "
+                "drop their locks now, before the server expires the session"
+            )
+            time.sleep(max(0.0, 5.0 - (time.monotonic() - paused_at)))
+            server.resume()
+            wait_for(seen, ConnectionState.RECONNECTED)
+            say(
+                f"    resumed: new session {client.session_id:#x}; old ephemeral gone: "
+                f"{client.exists(member.path) is None}"
+            )
+
+            say("2. protected create whose reply is lost (the proxy drops server->client bytes)")
+            client.ensure_path("/locks/job")
+            seen.clear()
+            proxy.drop_replies()
+            healer = threading.Thread(
+                target=lambda: (wait_for(seen, ConnectionState.SUSPENDED), proxy.heal())
+            )
+            healer.start()
+            created = client.create(
+                "/locks/job/lock-", mode=CreateMode.EPHEMERAL_SEQUENTIAL, protected=True
+            )
+            healer.join()
+            children = observer.get_children("/locks/job")
+            say(f"    create returned {created.path.rsplit('/', 1)[1]}")
+            say(f"    nodes on the server: {children} -> no orphan: {len(children) == 1}")
+            say(f"    fencing token (czxid): {created.stat.czxid}")
+
+            say("3. guaranteed delete while the network is cut")
+            client.create("/jobs/done-marker", parents=True)
+            seen.clear()
+            proxy.cut()
+            wait_for(seen, ConnectionState.SUSPENDED)
+            client.delete("/jobs/done-marker", guaranteed=True)
+            say(
+                f"    pending in the background: {client.pending_deletes()}; "
+                f"still on the server: {observer.exists('/jobs/done-marker') is not None}"
+            )
+            proxy.heal()
+            client.wait_for_deletes(15)
+            say(f"    network healed -> deleted: {observer.exists('/jobs/done-marker') is None}")
+
+            say("4. close() removes our ephemeral nodes at once")
+            gone = threading.Event()
+
+            def on_delete(event: WatchEvent) -> None:
+                gone.set()
+
+            observer.exists(created.path, watch=on_delete)
+            closed_at = time.monotonic()
+            client.close()
+            gone.wait(5)
+            say(
+                f"    lock node gone {1000 * (time.monotonic() - closed_at):.0f} ms after "
+                "close() (not after the session timeout)"
+            )
+    say("demo finished: all steps behaved as expected")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Shared set-up for the README's two commands: system packages, a venv, the
+# Python dependencies. Safe to run again: each step is skipped when done.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+APT_PACKAGES=(zookeeper redis-server libcurator-recipes-java libcurator-framework-java)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+if ((${#missing[@]})); then
+    if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "zk-recipes needs: ${missing[*]} (Debian/Ubuntu packages)." >&2
+        echo "Install them as root: apt-get install -y ${missing[*]}" >&2
+        echo "or point ZOOKEEPER_HOME at an unpacked apache-zookeeper-3.8.x-bin." >&2
+        [[ -n "${ZOOKEEPER_HOME:-}" ]] || exit 1
+    else
+        echo "==> apt-get install ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+fi
+# Debian starts a system ZooKeeper/Redis on install; ours are throwaway servers on
+# free ports, so the system ones are left alone (they do not get in the way).
+
+PYTHON="${PYTHON:-python3}"
+if [[ ! -x .venv/bin/python ]]; then
+    echo "==> creating .venv with $($PYTHON --version)"
+    "$PYTHON" -m venv .venv
+fi
+stamp=".venv/.zk-recipes-installed"
+want="$(cat pyproject.toml | sha256sum | cut -d' ' -f1)"
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+    echo "==> installing Python dependencies into .venv"
+    .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+    .venv/bin/python -m pip install -q -e '.[dev]'
+    echo "$want" > "$stamp"
+fi

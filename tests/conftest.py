@@ -1,0 +1,3 @@
+from __future__ import annotations
+
+pytest_plugins = ["zk_recipes.testing.pytest_plugin"]

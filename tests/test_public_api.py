@@ -1,0 +1,95 @@
+"""The facade, the package boundaries and the integration import guards."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pathlib
+import sys
+
+import pytest
+
+import zk_recipes
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+FRAMEWORKS = ("django", "celery", "flask", "kombu", "werkzeug")
+
+
+def test_all_lists_every_public_name_and_only_those() -> None:
+    public = {
+        name
+        for name, value in vars(zk_recipes).items()
+        if not name.startswith("_")
+        and not isinstance(value, type(sys))
+        and name != "annotations"  # from __future__
+    }
+    assert set(zk_recipes.__all__) - {"__version__"} == public
+    for name in zk_recipes.__all__:
+        assert getattr(zk_recipes, name) is not None
+
+
+def test_every_error_is_rooted_at_zk_recipes_error() -> None:
+    errors = [
+        getattr(zk_recipes, n)
+        for n in zk_recipes.__all__
+        if isinstance(getattr(zk_recipes, n), type)
+        and issubclass(getattr(zk_recipes, n), Exception)
+    ]
+    assert len(errors) >= 18
+    assert all(issubclass(e, zk_recipes.ZkRecipesError) for e in errors)
+    # "you closed it" and "the world broke it" stay apart.
+    assert not issubclass(zk_recipes.SessionLost, zk_recipes.ClientStateError)
+    assert issubclass(zk_recipes.SessionLost, zk_recipes.ConnectionLostError)
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_core_imports_no_framework() -> None:
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(_imports(path) & set(FRAMEWORKS))
+        for path in (ROOT / "zk_recipes").rglob("*.py")
+        if _imports(path) & set(FRAMEWORKS)
+    }
+    assert offenders == {}
+
+
+def test_kazoo_is_confined_to_the_adapter() -> None:
+    users = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "zk_recipes").rglob("*.py")
+        if "kazoo" in _imports(path)
+    )
+    # The harness drives raw kazoo clients on purpose (expiring another session).
+    assert users == ["zk_recipes/_kazoo.py", "zk_recipes/testing/_faults.py"]
+
+
+def test_py_typed_markers_ship() -> None:
+    assert (ROOT / "zk_recipes" / "py.typed").exists()
+    for name in ("django", "celery", "flask"):
+        assert (ROOT / "integrations" / f"zk_recipes_{name}" / "py.typed").exists()
+
+
+@pytest.mark.parametrize(
+    ("package", "framework"),
+    [
+        ("zk_recipes_django", "django"),
+        ("zk_recipes_celery", "celery"),
+        ("zk_recipes_flask", "flask"),
+    ],
+)
+def test_integration_import_guard_names_the_extra(
+    package: str, framework: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, framework, None)  # makes `import framework` fail
+    monkeypatch.delitem(sys.modules, package, raising=False)
+    with pytest.raises(ImportError, match=rf"pip install 'zk-recipes\[{framework}\]'"):
+        importlib.import_module(package)

@@ -1,0 +1,159 @@
+"""pytest fixtures backed by real ZooKeeper servers (opt-in).
+
+Enable in a ``conftest.py``::
+
+    pytest_plugins = ["zk_recipes.testing.pytest_plugin"]
+
+Fixtures:
+
+- ``zk_server``: one standalone server for the whole test session.
+- ``zk_cluster``: one 3-node ensemble for the whole session (started on first use).
+- ``zk_hosts``: the connect string tests should use (``--zk-hosts`` or ``zk_server``).
+- ``zk_namespace``: a unique namespace per test, deleted afterwards.
+- ``zk_client_factory``: ``make(**options)`` returns a started ``ZkClient`` in the
+  test's namespace; every client it made is closed after the test.
+- ``zk_client``: one such client.
+
+``--zk-hosts HOST:PORT,...`` runs against an existing ensemble instead of
+starting one; tests that need to control a server (``zk_server``,
+``zk_cluster``) are skipped then. ``--zk-session-timeout`` sets the default
+session timeout of the clients handed out (3 s: short, so expiry tests are
+quick). When a test that used a harness server fails, the tail of the
+server's log is attached to its report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import pytest
+
+from zk_recipes._client import ZkClient
+from zk_recipes.testing._server import ZooKeeperCluster, ZooKeeperServer
+
+
+class ClientFactory(Protocol):
+    def __call__(self, **options: Any) -> ZkClient: ...
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("zk-recipes")
+    group.addoption(
+        "--zk-hosts",
+        default=None,
+        help="connect string of an existing ZooKeeper ensemble to test against "
+        "(default: start a throwaway server)",
+    )
+    group.addoption(
+        "--zk-session-timeout",
+        type=float,
+        default=3.0,
+        help="session timeout in seconds for clients from zk_client_factory (default 3)",
+    )
+
+
+def _external_hosts(config: pytest.Config) -> str | None:
+    hosts = config.getoption("--zk-hosts")
+    return str(hosts) if hosts else None
+
+
+@pytest.fixture(scope="session")
+def zk_server(request: pytest.FixtureRequest) -> Iterator[ZooKeeperServer]:
+    """A standalone ZooKeeper server shared by the whole test session."""
+    if _external_hosts(request.config):
+        pytest.skip("needs a harness-managed server; not available with --zk-hosts")
+    server = ZooKeeperServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def zk_cluster(request: pytest.FixtureRequest) -> Iterator[ZooKeeperCluster]:
+    """A 3-node ZooKeeper ensemble shared by the whole test session."""
+    if _external_hosts(request.config):
+        pytest.skip("needs a harness-managed ensemble; not available with --zk-hosts")
+    cluster = ZooKeeperCluster(size=3)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def zk_hosts(request: pytest.FixtureRequest) -> str:
+    """The connect string of the ensemble under test."""
+    external = _external_hosts(request.config)
+    if external:
+        return external
+    server: ZooKeeperServer = request.getfixturevalue("zk_server")
+    return server.connect_string
+
+
+@pytest.fixture
+def zk_namespace(request: pytest.FixtureRequest, zk_hosts: str) -> Iterator[str]:
+    """A namespace of this test's own, deleted (with everything in it) afterwards."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:40]
+    namespace = f"/zk-recipes-tests/{slug}-{uuid.uuid4().hex[:8]}"
+    yield namespace
+    with contextlib.suppress(Exception), ZkClient(zk_hosts, connection_timeout=5.0) as admin:
+        admin.delete(namespace, recursive=True)
+
+
+@pytest.fixture
+def zk_client_factory(
+    request: pytest.FixtureRequest, zk_hosts: str, zk_namespace: str
+) -> Iterator[ClientFactory]:
+    """``make(**options)``: a started ZkClient in this test's namespace, closed after the test."""
+    made: list[ZkClient] = []
+    session_timeout = float(request.config.getoption("--zk-session-timeout"))
+
+    def make(**options: Any) -> ZkClient:
+        options.setdefault("hosts", zk_hosts)
+        options.setdefault("namespace", zk_namespace)
+        options.setdefault("session_timeout", session_timeout)
+        options.setdefault("connection_timeout", 10.0)
+        start = options.pop("start", True)
+        client = ZkClient(**options)
+        made.append(client)
+        if start:
+            client.start()
+        return client
+
+    yield make
+    for client in reversed(made):
+        with contextlib.suppress(Exception):
+            client.close()
+
+
+@pytest.fixture
+def zk_client(zk_client_factory: ClientFactory) -> ZkClient:
+    """A started ZkClient in this test's namespace."""
+    return zk_client_factory()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome: Any = yield
+    report: pytest.TestReport = outcome.get_result()
+    if not report.failed:
+        return
+    funcargs: dict[str, Any] = getattr(item, "funcargs", {})
+    sources: list[tuple[str, Callable[[], str]]] = []
+    server = funcargs.get("zk_server")
+    if isinstance(server, ZooKeeperServer):
+        sources.append(("ZooKeeper log (tail)", server.log_tail))
+    cluster = funcargs.get("zk_cluster")
+    if isinstance(cluster, ZooKeeperCluster):
+        for index, member in enumerate(cluster.servers):
+            sources.append((f"ZooKeeper server {index + 1} log (tail)", member.log_tail))
+    for title, tail in sources:
+        with contextlib.suppress(Exception):
+            report.sections.append((title, tail()))
