@@ -133,7 +133,12 @@ def test_watch_paths_are_relative_to_the_namespace(zk_client: ZkClient) -> None:
     zk_client.create("/w", parents=True)
     events: list[WatchEvent] = []
     fired = threading.Event()
-    zk_client.get("/w", watch=lambda e: (events.append(e), fired.set()))
+
+    def watch(event: WatchEvent) -> None:
+        events.append(event)
+        fired.set()
+
+    zk_client.get("/w", watch=watch)
     zk_client.set("/w", b"x")
     assert fired.wait(5)
     assert events == [WatchEvent(WatchEventType.CHANGED, "/w")]

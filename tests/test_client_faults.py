@@ -177,9 +177,12 @@ def test_protected_create_recovers_its_node_when_the_reply_is_lost(
     session = client.session_id
     proxy.drop_replies()  # the server gets the create; the client never hears back
     mark = recorder.mark()
-    healer = threading.Thread(
-        target=lambda: (recorder.wait_for(ConnectionState.SUSPENDED, 10, after=mark), proxy.heal())
-    )
+
+    def heal_once_suspended() -> None:
+        recorder.wait_for(ConnectionState.SUSPENDED, 10, after=mark)
+        proxy.heal()
+
+    healer = threading.Thread(target=heal_once_suspended)
     healer.start()
     created = client.create("/locks/p/lock-", mode=CreateMode.EPHEMERAL_SEQUENTIAL, protected=True)
     healer.join(10)
