@@ -545,12 +545,14 @@ class ZkClient:
         acl: tuple[Acl, ...] | None,
         ttl: float | None,
         parents: bool,
+        *,
+        protected_id: str = "",
     ) -> CreateResult:
-        protected_id = _paths.new_protected_id()
-        prefix = _paths.protected_prefix(protected_id)
+        # protected_id: the prefix of a first attempt already sent by the caller.
+        prefix = protected_id or _paths.protected_prefix(_paths.new_protected_id())
         parent = _paths.parent_of(full)
         node = _paths.join(parent, prefix + _paths.name_of(full))
-        tried = False
+        tried = bool(protected_id)
 
         def attempt() -> CreateResult:
             nonlocal tried
@@ -688,6 +690,51 @@ class ZkClient:
         _paths.validate_path(path)
         self._usable().sync_async(self._abs(path)).result(self._op_timeout)
 
+    def create_and_list(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        mode: CreateMode = CreateMode.EPHEMERAL_SEQUENTIAL,
+        acl: tuple[Acl, ...] | None = None,
+        protected: bool = True,
+        parents: bool = True,
+    ) -> tuple[CreateResult, list[str]]:
+        """Create a node and read its parent's children in the same round trip.
+
+        The two requests are pipelined on one connection and the server answers
+        them in order, so the list already holds the new node: this is the first
+        step of every queue recipe (lock, semaphore, election) for the cost of
+        one round trip. Protection and container parents as in ``create``.
+        """
+        _paths.validate_writable_path(path)
+        data = _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
+        conn = self._usable()
+        full = self._abs(path)
+        parent = _paths.parent_of(full)
+        prefix = _paths.protected_prefix(_paths.new_protected_id()) if protected else ""
+        node = _paths.join(parent, prefix + _paths.name_of(full))
+        deadline = time.monotonic() + self._op_timeout
+        created_pending = conn.create_async(node, data, mode, acl)
+        listed_pending = conn.get_children_async(parent)
+        try:
+            created, stat = created_pending.result(self._op_timeout)
+        except (NoNodeError, ConnectionLostError, ZkTimeoutError):
+            # Parent missing, or the reply was lost: the general (slower) path
+            # finds a node of ours if the server made one, and retries.
+            if protected:
+                result = self._create_protected(
+                    full, data, mode, acl, None, parents, protected_id=prefix
+                )
+            else:
+                result = self.create(self._rel(full), data, mode=mode, acl=acl, parents=parents)
+            return result, self.get_children(self._rel(parent))
+        try:
+            children = listed_pending.result(max(0.001, deadline - time.monotonic()))
+        except (ConnectionLostError, ZkTimeoutError):
+            children = self.retry(lambda: self.get_children(self._rel(parent)))
+        return CreateResult(self._rel(created), stat), children
+
     # Async building blocks for recipes that pipeline requests.
     def create_async(
         self,
@@ -696,14 +743,40 @@ class ZkClient:
         *,
         mode: CreateMode = CreateMode.PERSISTENT,
         acl: tuple[Acl, ...] | None = None,
-    ) -> Pending[tuple[str, ZnodeStat]]:
-        """Send a create without waiting (paths in the result are absolute)."""
+    ) -> Pending[CreateResult]:
+        """Send a create without waiting; ``.result(timeout)`` gives the CreateResult."""
         _paths.validate_writable_path(path)
         data = _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
-        return self._usable().create_async(self._abs(path), data, mode, acl)
+        return (
+            self._usable()
+            .create_async(self._abs(path), data, mode, acl)
+            .map(lambda r: CreateResult(self._rel(r[0]), r[1]))
+        )
 
     def get_children_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[list[str]]:
         _paths.validate_path(path)
         return self._usable().get_children_async(self._abs(path), self._watch(watch))
+
+    def get_async(
+        self, path: str, watch: WatchCallback | None = None
+    ) -> Pending[tuple[bytes, ZnodeStat]]:
+        _paths.validate_path(path)
+        return self._usable().get_async(self._abs(path), self._watch(watch))
+
+    def exists_async(
+        self, path: str, watch: WatchCallback | None = None
+    ) -> Pending[ZnodeStat | None]:
+        _paths.validate_path(path)
+        return self._usable().exists_async(self._abs(path), self._watch(watch))
+
+    def delete_async(self, path: str, version: int = -1) -> Pending[None]:
+        """Send a delete without waiting (no guarantee: see ``delete(guaranteed=True)``)."""
+        _paths.validate_writable_path(path)
+        return self._usable().delete_async(self._abs(path), version)
+
+    def set_async(self, path: str, data: bytes, version: int = -1) -> Pending[ZnodeStat]:
+        _paths.validate_writable_path(path)
+        data = _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
+        return self._usable().set_async(self._abs(path), data, version)

@@ -12,13 +12,17 @@ exc``) so callers never need to import kazoo to handle ours.
     ├── InvalidPathError          malformed znode path (ValueError too)
     ├── DataTooLargeError         node data over the server's 1 MB limit (ValueError too)
     ├── ClientStateError          client not started, closed, or used after fork()
+    ├── RecipeUsageError          misuse: re-entering a non-re-entrant lock, releasing
+    │                             a lock this thread does not hold (RuntimeError too)
     ├── UnsupportedFeatureError   the server is too old for what was asked
     ├── ZkTimeoutError            an operation did not finish in time (TimeoutError too)
-    │   └── ConnectTimeoutError   start() could not reach the ensemble in time
+    │   ├── ConnectTimeoutError   start() could not reach the ensemble in time
+    │   └── LockTimeout           a lock/lease was not acquired in time (context forms)
     ├── ConnectionLostError       the connection broke (retryable)
     │   ├── OperationTimeoutError the server did not answer in time (retryable; TimeoutError too)
     │   ├── SessionMovedError     the session moved to another server (retryable)
     │   └── SessionLost           the session expired, really or simulated (NOT retryable)
+    │       └── LockLost          a lock this process held is gone with its session
     ├── RetriesExhaustedError     a retry policy gave up; __cause__ holds the last error
     └── NodeError                 a ZooKeeper answer about one node (carries .path)
         ├── NoNodeError
@@ -52,6 +56,10 @@ class ClientStateError(ZkRecipesError):
     """The client cannot serve the call in its current state (not started, closed, forked)."""
 
 
+class RecipeUsageError(ZkRecipesError, RuntimeError):
+    """A recipe was used the wrong way (the message says how to use it)."""
+
+
 class UnsupportedFeatureError(ZkRecipesError):
     """The connected ZooKeeper server does not support the requested feature."""
 
@@ -62,6 +70,10 @@ class ZkTimeoutError(ZkRecipesError, TimeoutError):
 
 class ConnectTimeoutError(ZkTimeoutError):
     """The client could not establish a session with the ensemble within the timeout."""
+
+
+class LockTimeout(ZkTimeoutError):
+    """A lock, lease or leadership was not acquired within the timeout."""
 
 
 class ConnectionLostError(ZkRecipesError):
@@ -78,6 +90,10 @@ class SessionMovedError(ConnectionLostError):
 
 class SessionLost(ConnectionLostError):
     """The session is gone: every ephemeral node it owned is (or soon will be) deleted."""
+
+
+class LockLost(SessionLost):
+    """A lock held by this process was lost with its session: another process may hold it now."""
 
 
 class RetriesExhaustedError(ZkRecipesError):
@@ -124,6 +140,8 @@ __all__ = [
     "ConnectionLostError",
     "DataTooLargeError",
     "InvalidPathError",
+    "LockLost",
+    "LockTimeout",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
     "NoNodeError",
@@ -131,6 +149,7 @@ __all__ = [
     "NodeExistsError",
     "NotEmptyError",
     "OperationTimeoutError",
+    "RecipeUsageError",
     "RetriesExhaustedError",
     "SessionLost",
     "SessionMovedError",

@@ -45,6 +45,7 @@ from zk_recipes._settings import ClientSettings
 log = logging.getLogger("zk_recipes.client")
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 
 class CreateMode(enum.Enum):
@@ -224,6 +225,11 @@ class Pending(Generic[T]):
 
     def done(self) -> bool:
         return bool(self._raw.ready())
+
+    def map(self, fn: Callable[[T], U]) -> Pending[U]:
+        """The same request, with ``fn`` applied to its result."""
+        convert = self._convert
+        return Pending(self._raw, self._path, lambda raw: fn(convert(raw)))
 
     def add_done_callback(self, fn: Callable[[Pending[T]], object]) -> None:
         """Call ``fn(self)`` when the reply arrives (on kazoo's completion thread: be quick)."""
