@@ -256,14 +256,15 @@ class _Mutex:
     def is_held(self) -> bool:
         """True while this process holds the lock for sure (not in doubt, not lost)."""
         hold = self._hold
-        if hold is None or hold.lost or hold.in_doubt:
-            return False
+        return hold is not None and not hold.lost and not self._in_doubt(hold)
+
+    def _in_doubt(self, hold: _Hold) -> bool:
+        # The listener sets in_doubt a moment after the state changes; the
+        # client's own state answers right away.
+        if hold.in_doubt or hold.entry.session_id != self.client.session_id:
+            return True
         state = self.client.state
-        return (
-            hold.entry.session_id == self.client.session_id
-            and state is not None
-            and state.is_connected
-        )
+        return state is None or not state.is_connected
 
     def check(self) -> None:
         """Raise LockLost if the lock was lost; call it before writes in long critical sections."""
@@ -312,7 +313,7 @@ class _Mutex:
         return LockStatistics(
             path=self.path,
             held=self.is_held(),
-            in_doubt=bool(hold and hold.in_doubt),
+            in_doubt=bool(hold and not hold.lost and self._in_doubt(hold)),
             lost=bool(hold and hold.lost),
             node=hold.entry.path if hold else None,
             fencing_token=hold.entry.czxid if hold else None,
@@ -329,7 +330,7 @@ class _Mutex:
             state = "unlocked"
         elif hold.lost:
             state = "LOST"
-        elif hold.in_doubt:
+        elif self._in_doubt(hold):
             state = "in doubt"
         else:
             state = f"held by {hold.thread_name!r} token={hold.entry.czxid}"
