@@ -35,6 +35,12 @@ def show_state(change: StateChange) -> None:
     say(f"    state -> {change.state.name}{how}, session {change.session_id:#x}")
 
 
+def check(ok: bool, what: str) -> None:
+    """Stop the demo with a clear message if something did not behave."""
+    if not ok:
+        raise SystemExit(f"demo failed: {what}")
+
+
 def wait_for(seen: list[ConnectionState], state: ConnectionState, timeout: float = 15.0) -> None:
     deadline = time.monotonic() + timeout
     while state not in seen:
@@ -96,15 +102,20 @@ def main() -> int:
             client.ensure_path("/locks/job")
             seen.clear()
             proxy.drop_replies()
-            healer = threading.Thread(
-                target=lambda: (wait_for(seen, ConnectionState.SUSPENDED), proxy.heal())
-            )
+
+            def heal_when_suspended() -> None:
+                wait_for(seen, ConnectionState.SUSPENDED)
+                proxy.heal()
+
+            healer = threading.Thread(target=heal_when_suspended)
             healer.start()
             created = client.create(
                 "/locks/job/lock-", mode=CreateMode.EPHEMERAL_SEQUENTIAL, protected=True
             )
             healer.join()
             children = observer.get_children("/locks/job")
+            check(len(children) == 1, f"expected exactly one node, found {children}")
+            check(created.path == f"/locks/job/{children[0]}", "create returned another node")
             say(f"    create returned {created.path.rsplit('/', 1)[1]}")
             say(f"    nodes on the server: {children} -> no orphan: {len(children) == 1}")
             say(f"    fencing token (czxid): {created.stat.czxid}")
@@ -120,8 +131,10 @@ def main() -> int:
                 f"still on the server: {observer.exists('/jobs/done-marker') is not None}"
             )
             proxy.heal()
-            client.wait_for_deletes(15)
-            say(f"    network healed -> deleted: {observer.exists('/jobs/done-marker') is None}")
+            check(client.wait_for_deletes(15), "the guaranteed delete never finished")
+            deleted = observer.exists("/jobs/done-marker") is None
+            check(deleted, "the node is still there")
+            say(f"    network healed -> deleted: {deleted}")
 
             say("4. close() removes our ephemeral nodes at once")
             gone = threading.Event()
@@ -129,12 +142,13 @@ def main() -> int:
             def on_delete(event: WatchEvent) -> None:
                 gone.set()
 
-            observer.exists(created.path, watch=on_delete)
+            live = client.create("/workers/me", mode=CreateMode.EPHEMERAL, parents=True)
+            check(observer.exists(live.path, watch=on_delete) is not None, "node missing")
             closed_at = time.monotonic()
             client.close()
-            gone.wait(5)
+            check(gone.wait(5), "the ephemeral node outlived close()")
             say(
-                f"    lock node gone {1000 * (time.monotonic() - closed_at):.0f} ms after "
+                f"    ephemeral node gone {1000 * (time.monotonic() - closed_at):.0f} ms after "
                 "close() (not after the session timeout)"
             )
     say("demo finished: all steps behaved as expected")

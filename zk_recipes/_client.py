@@ -654,6 +654,12 @@ class ZkClient:
             self.retry(lambda: self._delete_tree(full))
             return
         session = self._session
+        state = self._state
+        if guaranteed and (state is None or not state.is_connected):
+            # No point waiting for a request that cannot be sent now.
+            log.info("delete of %s queued until the connection is back", path)
+            self._deleter.add(full, version, session)
+            return
         try:
             self._delete_abs(full, version)
         except NoNodeError:
