@@ -42,7 +42,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from zk_recipes import _paths
 from zk_recipes._client import ZkClient
@@ -138,6 +138,49 @@ def _check_timeout(blocking: bool, timeout: float | None) -> float | None:
     return None if timeout is None else time.monotonic() + timeout
 
 
+class HeldNode(Protocol):
+    """A node this process holds (a lock's hold, a semaphore's lease)."""
+
+    entry: Entry
+    in_doubt: bool
+    lost: bool
+
+
+def node_in_doubt(client: ZkClient, held: HeldNode) -> bool:
+    """True while nobody can tell whether ``held`` is still ours (SUSPENDED, other session)."""
+    # The listener sets in_doubt a moment after the state changes; the
+    # client's own state answers right away.
+    if held.in_doubt or held.entry.session_id != client.session_id:
+        return True
+    state = client.state
+    return state is None or not state.is_connected
+
+
+def node_lost_by(client: ZkClient, held: HeldNode, change: StateChange) -> bool:
+    """Apply a state change to ``held``; True when it is lost (the caller marks and reports it).
+
+    SUSPENDED puts it in doubt; LOST or a new session loses it; reconnecting
+    on the same session clears the doubt if the node is still ours.
+    """
+    if change.state is ConnectionState.SUSPENDED:
+        held.in_doubt = True
+        return False
+    if change.state is ConnectionState.LOST or (
+        change.state.is_connected and change.session_id != held.entry.session_id
+    ):
+        return True
+    if change.state.is_connected and held.in_doubt:
+        try:
+            stat = client.exists(held.entry.path)
+        except (ConnectionLostError, ZkTimeoutError):
+            return False  # still in doubt; the next state change decides
+        if stat is not None and stat.ephemeral_owner == held.entry.session_id:
+            held.in_doubt = False
+            return False
+        return True
+    return False
+
+
 class _Mutex:
     """What Lock, RLock and the read/write halves share."""
 
@@ -190,12 +233,7 @@ class _Mutex:
                 self._timeouts += 1
                 return False
         try:
-            entry = self._queue.acquire(
-                owner_data(self.identifier),
-                deadline,
-                self._rule(),
-                head_shortcut=self._head_shortcut,
-            )
+            entry = self._take(deadline)
         except BaseException:
             self._gate.release()
             raise
@@ -259,12 +297,7 @@ class _Mutex:
         return hold is not None and not hold.lost and not self._in_doubt(hold)
 
     def _in_doubt(self, hold: _Hold) -> bool:
-        # The listener sets in_doubt a moment after the state changes; the
-        # client's own state answers right away.
-        if hold.in_doubt or hold.entry.session_id != self.client.session_id:
-            return True
-        state = self.client.state
-        return state is None or not state.is_connected
+        return node_in_doubt(self.client, hold)
 
     def check(self) -> None:
         """Raise LockLost if the lock was lost; call it before writes in long critical sections."""
@@ -339,6 +372,15 @@ class _Mutex:
         return f"<{self._kind} {self.path} {state}>"
 
     # -- internals -------------------------------------------------------
+    def _take(self, deadline: float | None) -> Entry | None:
+        """Queue up and wait for our turn (a read lock taken by its writer overrides this)."""
+        return self._queue.acquire(
+            owner_data(self.identifier),
+            deadline,
+            self._rule(),
+            head_shortcut=self._head_shortcut,
+        )
+
     @contextlib.contextmanager
     def _counting_waiter(self) -> Iterator[None]:
         with self._mutex:
@@ -353,21 +395,8 @@ class _Mutex:
         hold = self._hold
         if hold is None or hold.lost:
             return
-        if change.state is ConnectionState.SUSPENDED:
-            hold.in_doubt = True
-        elif change.state is ConnectionState.LOST or (
-            change.state.is_connected and change.session_id != hold.entry.session_id
-        ):
+        if node_lost_by(self.client, hold, change):
             self._mark_lost(hold)
-        elif change.state.is_connected and hold.in_doubt:
-            try:
-                stat = self.client.exists(hold.entry.path)
-            except (ConnectionLostError, ZkTimeoutError):
-                return  # still in doubt; the next state change decides
-            if stat is not None and stat.ephemeral_owner == hold.entry.session_id:
-                hold.in_doubt = False
-            else:
-                self._mark_lost(hold)
 
     def _mark_lost(self, hold: _Hold) -> None:
         with self._mutex:
