@@ -7,7 +7,7 @@ bash "$ROOT/scripts/bootstrap.sh"
 cd "$ROOT"
 echo "==> ruff"
 .venv/bin/ruff check .
-.venv/bin/ruff format --check zk_recipes integrations tests example_projects benchmarks
+.venv/bin/ruff format --check .
 echo "==> mypy --strict"
 .venv/bin/mypy
 echo "==> pytest"
