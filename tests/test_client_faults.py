@@ -1,14 +1,13 @@
 """ZkClient under faults: server stop/restart, expiry, partitions, lost replies, cluster failover.
 
-These tests break servers, so they use a server of their own (module scope)
-rather than the session-wide ``zk_server``.
+These tests break servers, so they use ``zk_private_server`` (one per module)
+and ``zk_proxy`` rather than the session-wide ``zk_server``.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -33,18 +32,6 @@ from zk_recipes.testing.pytest_plugin import ClientFactory
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ZooKeeperServer]:
-    with ZooKeeperServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def proxy(server: ZooKeeperServer) -> Iterator[TcpProxy]:
-    with TcpProxy(server.host, server.port) as prx:
-        yield prx
-
-
 def _deleted_event(observer: ZkClient, path: str) -> threading.Event:
     """An event set (by a client that is not under test) when ``path`` is deleted."""
     gone = threading.Event()
@@ -58,16 +45,16 @@ def _deleted_event(observer: ZkClient, path: str) -> threading.Event:
 
 
 def test_server_stop_and_start_suspends_then_reconnects_same_session(
-    server: ZooKeeperServer, zk_client_factory: ClientFactory
+    zk_private_server: ZooKeeperServer, zk_client_factory: ClientFactory
 ) -> None:
     recorder = StateRecorder()
     client = zk_client_factory(
-        hosts=server.connect_string, session_timeout=4.0, simulated_expiry_fraction=0.9
+        hosts=zk_private_server.connect_string, session_timeout=4.0, simulated_expiry_fraction=0.9
     )
     client.add_listener(recorder)
     client.create("/eph", mode=CreateMode.EPHEMERAL, parents=True)
     session = client.session_id
-    server.restart()  # graceful stop + start on the same port and data
+    zk_private_server.restart()  # graceful stop + start on the same port and data
     recorder.wait_for(ConnectionState.SUSPENDED, timeout=5)
     change = recorder.wait_for(ConnectionState.RECONNECTED, timeout=10)
     assert change.session_id == session
@@ -76,10 +63,10 @@ def test_server_stop_and_start_suspends_then_reconnects_same_session(
 
 
 def test_server_side_expiry_is_lost_then_reconnected_with_a_new_session(
-    server: ZooKeeperServer, zk_client_factory: ClientFactory
+    zk_private_server: ZooKeeperServer, zk_client_factory: ClientFactory
 ) -> None:
     recorder = StateRecorder()
-    client = zk_client_factory(hosts=server.connect_string)
+    client = zk_client_factory(hosts=zk_private_server.connect_string)
     client.add_listener(recorder)
     client.create("/eph", mode=CreateMode.EPHEMERAL, parents=True)
     old = client.session_id
@@ -96,18 +83,18 @@ def test_server_side_expiry_is_lost_then_reconnected_with_a_new_session(
 
 
 def test_partition_is_declared_lost_locally_before_the_server_expires_the_session(
-    server: ZooKeeperServer, proxy: TcpProxy, zk_client_factory: ClientFactory
+    zk_private_server: ZooKeeperServer, zk_proxy: TcpProxy, zk_client_factory: ClientFactory
 ) -> None:
     session_timeout = 3.0
     recorder = StateRecorder()
-    client = zk_client_factory(hosts=proxy.connect_string, session_timeout=session_timeout)
-    observer = zk_client_factory(hosts=server.connect_string)
+    client = zk_client_factory(hosts=zk_proxy.connect_string, session_timeout=session_timeout)
+    observer = zk_client_factory(hosts=zk_private_server.connect_string)
     client.add_listener(recorder)
     client.create("/held", mode=CreateMode.EPHEMERAL, parents=True)
     old = client.session_id
     server_expired = _deleted_event(observer, "/held")
     cut_at = time.monotonic()
-    proxy.blackhole()  # a partition: no RST, no bytes
+    zk_proxy.blackhole()  # a partition: no RST, no bytes
     lost = recorder.wait_for(ConnectionState.LOST, timeout=2 * session_timeout)
     assert lost.simulated
     assert lost.session_id == old
@@ -119,7 +106,7 @@ def test_partition_is_declared_lost_locally_before_the_server_expires_the_sessio
     assert lost_after < expired_after
     assert lost_after < session_timeout
     print(f"LOST raised {lost_after:.2f} s after the cut; server expired {expired_after:.2f} s")
-    proxy.heal()
+    zk_proxy.heal()
     reconnected = recorder.wait_for(ConnectionState.RECONNECTED, timeout=10)
     assert reconnected.session_id not in (0, old)
     assert recorder.states == [
@@ -129,58 +116,58 @@ def test_partition_is_declared_lost_locally_before_the_server_expires_the_sessio
     ]
 
 
-def test_short_blip_keeps_the_session(proxy: TcpProxy, zk_client_factory: ClientFactory) -> None:
+def test_short_blip_keeps_the_session(zk_proxy: TcpProxy, zk_client_factory: ClientFactory) -> None:
     recorder = StateRecorder()
-    client = zk_client_factory(hosts=proxy.connect_string, session_timeout=4.0)
+    client = zk_client_factory(hosts=zk_proxy.connect_string, session_timeout=4.0)
     client.add_listener(recorder)
     session = client.session_id
-    proxy.cut()
+    zk_proxy.cut()
     recorder.wait_for(ConnectionState.SUSPENDED, timeout=5)
-    proxy.heal()
+    zk_proxy.heal()
     assert recorder.wait_for(ConnectionState.RECONNECTED, timeout=5).session_id == session
     assert ConnectionState.LOST not in recorder.states
 
 
 def test_abandoned_session_is_closed_on_the_server_after_reconnect(
-    server: ZooKeeperServer, proxy: TcpProxy, zk_client_factory: ClientFactory
+    zk_private_server: ZooKeeperServer, zk_proxy: TcpProxy, zk_client_factory: ClientFactory
 ) -> None:
     # Simulated expiry with a long server-side timeout: when the client gets
     # through again, it closes the session it gave up on, so its ephemeral
     # nodes go now instead of after the (long) session timeout.
     recorder = StateRecorder()
     client = zk_client_factory(
-        hosts=proxy.connect_string, session_timeout=8.0, simulated_expiry_fraction=0.2
+        hosts=zk_proxy.connect_string, session_timeout=8.0, simulated_expiry_fraction=0.2
     )
-    observer = zk_client_factory(hosts=server.connect_string)
+    observer = zk_client_factory(hosts=zk_private_server.connect_string)
     client.add_listener(recorder)
     client.create("/held", mode=CreateMode.EPHEMERAL, parents=True)
     old = client.session_id
     gone = _deleted_event(observer, "/held")
-    proxy.blackhole()
+    zk_proxy.blackhole()
     recorder.wait_for(ConnectionState.LOST, timeout=8)
-    proxy.heal()
+    zk_proxy.heal()
     recorder.wait_for(ConnectionState.RECONNECTED, timeout=10)
     assert client.session_id != old
     assert gone.wait(4.0), "the abandoned session's node outlived the reconnect"
 
 
 def test_protected_create_recovers_its_node_when_the_reply_is_lost(
-    server: ZooKeeperServer, proxy: TcpProxy, zk_client_factory: ClientFactory
+    zk_private_server: ZooKeeperServer, zk_proxy: TcpProxy, zk_client_factory: ClientFactory
 ) -> None:
     recorder = StateRecorder()
     client = zk_client_factory(
-        hosts=proxy.connect_string, session_timeout=4.0, simulated_expiry_fraction=0.95
+        hosts=zk_proxy.connect_string, session_timeout=4.0, simulated_expiry_fraction=0.95
     )
-    observer = zk_client_factory(hosts=server.connect_string)
+    observer = zk_client_factory(hosts=zk_private_server.connect_string)
     client.add_listener(recorder)
     client.ensure_path("/locks/p")
     session = client.session_id
-    proxy.drop_replies()  # the server gets the create; the client never hears back
+    zk_proxy.drop_replies()  # the server gets the create; the client never hears back
     mark = recorder.mark()
 
     def heal_once_suspended() -> None:
         recorder.wait_for(ConnectionState.SUSPENDED, 10, after=mark)
-        proxy.heal()
+        zk_proxy.heal()
 
     healer = threading.Thread(target=heal_once_suspended)
     healer.start()
@@ -194,26 +181,26 @@ def test_protected_create_recovers_its_node_when_the_reply_is_lost(
 
 
 def test_guaranteed_delete_completes_after_the_connection_comes_back(
-    server: ZooKeeperServer, proxy: TcpProxy, zk_client_factory: ClientFactory
+    zk_private_server: ZooKeeperServer, zk_proxy: TcpProxy, zk_client_factory: ClientFactory
 ) -> None:
     recorder = StateRecorder()
     client = zk_client_factory(
-        hosts=proxy.connect_string,
+        hosts=zk_proxy.connect_string,
         session_timeout=6.0,
         connection_timeout=1.0,
         simulated_expiry_fraction=0.9,
     )
-    observer = zk_client_factory(hosts=server.connect_string)
+    observer = zk_client_factory(hosts=zk_private_server.connect_string)
     client.add_listener(recorder)
     client.create("/gd/node", parents=True)  # persistent: only a delete removes it
-    proxy.cut()
+    zk_proxy.cut()
     recorder.wait_for(ConnectionState.SUSPENDED, timeout=5)
     with pytest.raises((ConnectionLostError, OperationTimeoutError)):
         client.delete("/gd/node")  # without guaranteed=, the failure is the caller's
     client.delete("/gd/node", guaranteed=True)  # returns at once; retried in the background
     assert client.pending_deletes() == ["/gd/node"]
     assert observer.exists("/gd/node") is not None
-    proxy.heal()
+    zk_proxy.heal()
     assert client.wait_for_deletes(10)
     assert observer.exists("/gd/node") is None
 

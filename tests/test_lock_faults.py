@@ -7,7 +7,6 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -68,23 +67,11 @@ def test_many_processes_never_overlap_and_tokens_increase(
     assert len({pid for *_, pid in sections}) == processes
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ZooKeeperServer]:
-    with ZooKeeperServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def proxy(server: ZooKeeperServer) -> Iterator[TcpProxy]:
-    with TcpProxy(server.host, server.port) as prx:
-        yield prx
-
-
 def test_server_side_expiry_while_holding(
-    server: ZooKeeperServer, zk_client_factory: ClientFactory
+    zk_private_server: ZooKeeperServer, zk_client_factory: ClientFactory
 ) -> None:
-    old_client = zk_client_factory(hosts=server.connect_string)
-    new_client = zk_client_factory(hosts=server.connect_string)
+    old_client = zk_client_factory(hosts=zk_private_server.connect_string)
+    new_client = zk_client_factory(hosts=zk_private_server.connect_string)
     old, new = Lock(old_client, "/exp"), Lock(new_client, "/exp")
     lost_calls: list[Lock] = []
     old.on_lost(lost_calls.append)
@@ -111,10 +98,10 @@ def test_server_side_expiry_while_holding(
 
 
 def test_partitioned_holder_learns_it_lost_before_anyone_else_acquires(
-    server: ZooKeeperServer, proxy: TcpProxy, zk_client_factory: ClientFactory
+    zk_private_server: ZooKeeperServer, zk_proxy: TcpProxy, zk_client_factory: ClientFactory
 ) -> None:
-    holder_client = zk_client_factory(hosts=proxy.connect_string, session_timeout=3.0)
-    other_client = zk_client_factory(hosts=server.connect_string)
+    holder_client = zk_client_factory(hosts=zk_proxy.connect_string, session_timeout=3.0)
+    other_client = zk_client_factory(hosts=zk_private_server.connect_string)
     holder, other = Lock(holder_client, "/part"), Lock(other_client, "/part")
     assert holder.acquire()
     got_at: list[float] = []
@@ -125,37 +112,37 @@ def test_partitioned_holder_learns_it_lost_before_anyone_else_acquires(
 
     thread = threading.Thread(target=contend)
     thread.start()
-    proxy.blackhole()
+    zk_proxy.blackhole()
     assert holder.lost.wait(10)
     lost_at = time.monotonic()
     thread.join(15)
     assert got_at, "the other client never got the lock"
     assert lost_at < got_at[0], "the old holder must hear LOST before anyone else holds the lock"
     assert not holder.is_held()
-    proxy.heal()
+    zk_proxy.heal()
     holder.release()
     other.release()
 
 
 def test_suspended_puts_the_lock_in_doubt_and_reconnect_restores_it(
-    proxy: TcpProxy, zk_client_factory: ClientFactory
+    zk_proxy: TcpProxy, zk_client_factory: ClientFactory
 ) -> None:
     recorder = StateRecorder()
     client = zk_client_factory(
-        hosts=proxy.connect_string, session_timeout=4.0, simulated_expiry_fraction=0.9
+        hosts=zk_proxy.connect_string, session_timeout=4.0, simulated_expiry_fraction=0.9
     )
     client.add_listener(recorder)
     lock = Lock(client, "/doubt")
     assert lock.acquire()
     token = lock.fencing_token
-    proxy.cut()
+    zk_proxy.cut()
     recorder.wait_for(ConnectionState.SUSPENDED, timeout=5)
     deadline = time.monotonic() + 2
     while lock.is_held() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not lock.is_held()
     assert lock.statistics().in_doubt
-    proxy.heal()
+    zk_proxy.heal()
     recorder.wait_for(ConnectionState.RECONNECTED, timeout=10)
     deadline = time.monotonic() + 5
     while not lock.is_held() and time.monotonic() < deadline:
@@ -167,13 +154,13 @@ def test_suspended_puts_the_lock_in_doubt_and_reconnect_restores_it(
 
 
 def test_lost_reply_during_create_leaves_no_orphan(
-    server: ZooKeeperServer, proxy: TcpProxy, zk_client_factory: ClientFactory
+    zk_private_server: ZooKeeperServer, zk_proxy: TcpProxy, zk_client_factory: ClientFactory
 ) -> None:
     recorder = StateRecorder()
     client = zk_client_factory(
-        hosts=proxy.connect_string, session_timeout=4.0, simulated_expiry_fraction=0.95
+        hosts=zk_proxy.connect_string, session_timeout=4.0, simulated_expiry_fraction=0.95
     )
-    observer = zk_client_factory(hosts=server.connect_string)
+    observer = zk_client_factory(hosts=zk_private_server.connect_string)
     client.add_listener(recorder)
     client.ensure_path("/orphan")
     lock = Lock(client, "/orphan")
@@ -181,11 +168,11 @@ def test_lost_reply_during_create_leaves_no_orphan(
 
     def heal_once_suspended() -> None:
         recorder.wait_for(ConnectionState.SUSPENDED, 10, after=mark)
-        proxy.heal()
+        zk_proxy.heal()
 
     healer = threading.Thread(target=heal_once_suspended)
     healer.start()
-    proxy.drop_replies()
+    zk_proxy.drop_replies()
     assert lock.acquire(timeout=15)
     healer.join(10)
     children = observer.get_children("/orphan")

@@ -8,6 +8,10 @@ Fixtures:
 
 - ``zk_server``: one standalone server for the whole test session.
 - ``zk_cluster``: one 3-node ensemble for the whole session (started on first use).
+- ``zk_private_server``: a server of the test module's own, for tests that stop,
+  pause or restart it without disturbing everybody else.
+- ``zk_proxy``: a ``TcpProxy`` in front of ``zk_private_server`` (cut, black-hole
+  or drop replies for one client while the server stays healthy).
 - ``zk_hosts``: the connect string tests should use (``--zk-hosts`` or ``zk_server``).
 - ``zk_namespace``: a unique namespace per test, deleted afterwards.
 - ``zk_client_factory``: ``make(**options)`` returns a started ``ZkClient`` in the
@@ -33,6 +37,7 @@ from typing import Any, Protocol
 import pytest
 
 from zk_recipes._client import ZkClient
+from zk_recipes.testing._proxy import TcpProxy
 from zk_recipes.testing._server import ZooKeeperCluster, ZooKeeperServer
 
 
@@ -85,6 +90,22 @@ def zk_cluster(request: pytest.FixtureRequest) -> Iterator[ZooKeeperCluster]:
         yield cluster
     finally:
         cluster.close()
+
+
+@pytest.fixture(scope="module")
+def zk_private_server(request: pytest.FixtureRequest) -> Iterator[ZooKeeperServer]:
+    """A server for this test module alone: break it as you like."""
+    if _external_hosts(request.config):
+        pytest.skip("needs a harness-managed server; not available with --zk-hosts")
+    with ZooKeeperServer() as server:
+        yield server
+
+
+@pytest.fixture
+def zk_proxy(zk_private_server: ZooKeeperServer) -> Iterator[TcpProxy]:
+    """A fault-injecting proxy in front of ``zk_private_server`` (closed after the test)."""
+    with TcpProxy(zk_private_server.host, zk_private_server.port) as proxy:
+        yield proxy
 
 
 @pytest.fixture
@@ -147,9 +168,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     funcargs: dict[str, Any] = getattr(item, "funcargs", {})
     sources: list[tuple[str, Callable[[], str]]] = []
-    server = funcargs.get("zk_server")
-    if isinstance(server, ZooKeeperServer):
-        sources.append(("ZooKeeper log (tail)", server.log_tail))
+    for name in ("zk_server", "zk_private_server"):
+        server = funcargs.get(name)
+        if isinstance(server, ZooKeeperServer):
+            sources.append((f"ZooKeeper log of {name} (tail)", server.log_tail))
     cluster = funcargs.get("zk_cluster")
     if isinstance(cluster, ZooKeeperCluster):
         for index, member in enumerate(cluster.servers):
