@@ -23,7 +23,12 @@ from zk_recipes import (
     RLock,
     ZkClient,
 )
+from zk_recipes._multilock import MultiLock
+from zk_recipes._rwlock import ReadWriteLock
+from zk_recipes._semaphore import Semaphore, SemaphoreMutex
 from zk_recipes.testing.pytest_plugin import ClientFactory
+
+from tests.test_semaphore import ContractView
 
 
 class LockLike(Protocol):
@@ -44,6 +49,14 @@ Factory = Callable[[ZkClient, str], LockLike]
 FACTORIES: dict[str, Factory] = {
     "Lock": lambda client, path: Lock(client, path),
     "RLock": lambda client, path: RLock(client, path),
+    # The read half is shared, so only the write half is an exclusive lock.
+    "ReadWriteLock.write_lock": lambda client, path: ReadWriteLock(client, path).write_lock,
+    # Their contenders span two directories (or several paths): a view counts them.
+    "SemaphoreMutex": lambda client, path: ContractView.of(SemaphoreMutex(client, path)),
+    "Semaphore(1)": lambda client, path: ContractView.of(Semaphore(client, path, 1)),
+    "MultiLock([Lock])": lambda client, path: ContractView(
+        MultiLock([Lock(client, path)]), lambda: client.get_children(path), path
+    ),
 }
 
 
