@@ -55,7 +55,14 @@ def main() -> int:
     with ZooKeeperServer() as server, TcpProxy(server.host, server.port) as proxy:
         say(f"ZooKeeper is up at {server.connect_string} (log: {server.log_path})")
         seen: list[ConnectionState] = []
-        client = ZkClient(proxy.connect_string, namespace="demo", session_timeout=3.0)
+        # LOST is declared after 90% of the session timeout without a reply (the
+        # default is 66%; 90% leaves room for step 2's slow reconnect on a busy box).
+        client = ZkClient(
+            proxy.connect_string,
+            namespace="demo",
+            session_timeout=5.0,
+            simulated_expiry_fraction=0.9,
+        )
         client.add_listener(show_state)
         client.add_listener(lambda change: seen.append(change.state))
         observer = ZkClient(server.connect_string, namespace="demo")
@@ -81,7 +88,7 @@ def main() -> int:
                 f"{client.exists(member.path) is not None}"
             )
 
-            say("1b. pausing the server (SIGSTOP) for 5 s, longer than the 3 s session")
+            say("1b. pausing the server (SIGSTOP) for 7 s, longer than the 5 s session")
             seen.clear()
             paused_at = time.monotonic()
             server.pause()
@@ -90,7 +97,7 @@ def main() -> int:
                 f"    LOST known {time.monotonic() - paused_at:.2f} s into the pause: recipes "
                 "drop their locks now, before the server expires the session"
             )
-            time.sleep(max(0.0, 5.0 - (time.monotonic() - paused_at)))
+            time.sleep(max(0.0, 7.0 - (time.monotonic() - paused_at)))
             server.resume()
             wait_for(seen, ConnectionState.RECONNECTED)
             say(

@@ -2,18 +2,10 @@
 
 Design notes.
 
-- **States.** kazoo's three states become Curator's five (see _states.py).
-  The client derives CONNECTED vs RECONNECTED and notices session changes,
-  and guarantees that LOST precedes any new session.
-- **Simulated expiry.** kazoo stays SUSPENDED through a whole partition and
-  says LOST only once it reaches a server again, long after the server has
-  expired the session and handed our locks to someone else. A watchdog
-  thread therefore counts from the *last reply read from the server* (not
-  from SUSPENDED, which kazoo reports late, after its read timeout) and
-  declares LOST once ``simulated_expiry_fraction`` of the negotiated session
-  timeout has passed in silence. The session is then abandoned: kazoo builds
-  a new one, and when the old one is reachable again it is closed on the
-  server so its ephemeral nodes go at once.
+- **States and simulated expiry** live in _session.py (SessionTracker):
+  Curator's five states, LOST declared locally when the server has been
+  silent for too long, abandoned sessions closed on the server.
+- **Listeners** run on threads of their own, never kazoo's (_states.py).
 - **Namespace.** Paths are relative to ``namespace`` (a chroot-like prefix
   created lazily as a CONTAINER). kazoo's own chroot is not used: it cannot
   create its root and warns when the root is missing.
@@ -58,8 +50,9 @@ from zk_recipes._kazoo import (
     run_in_thread,
 )
 from zk_recipes._retry import retry
+from zk_recipes._session import SessionTracker
 from zk_recipes._settings import ClientSettings
-from zk_recipes._states import ConnectionState, ListenerRegistry, StateChange, StateListener
+from zk_recipes._states import ConnectionState, ListenerRegistry, StateListener
 
 log = logging.getLogger("zk_recipes.client")
 
@@ -115,22 +108,15 @@ class ZkClient:
         else:
             settings = ClientSettings(hosts=hosts, **options)
         self.settings = settings
-        self._lock = threading.RLock()
-        self._changed = threading.Condition(self._lock)
+        self._lock = threading.Lock()
         self._listeners = ListenerRegistry()
+        self._tracker = SessionTracker(settings, self._listeners)
         self._conn: KazooConnection | None = None
-        self._state: ConnectionState | None = None
-        self._session = 0
         self._started = False
         self._closed = False
         self._forked = False
-        self._abandoned: list[tuple[int, bytes]] = []
-        self._abandoned_ids: set[int] = set()
-        self._past_sessions: set[int] = set()
         self._container_fallback = False
-        self._namespace_ready = False
         self._deleter = GuaranteedDeleter(self, self._delete_backoff)
-        self._monitor: threading.Thread | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, timeout: float | None = None) -> ZkClient:
@@ -150,7 +136,8 @@ class ZkClient:
                 raise ClientStateError("this ZkClient was closed; create a new one")
             if self._started:
                 return self
-            self._conn = KazooConnection(self.settings, self._on_raw_state)
+            self._conn = KazooConnection(self.settings, self._tracker.on_raw_state)
+            self._tracker.attach(self._conn)
             self._started = True
         try:
             self._conn.start(timeout)
@@ -160,8 +147,6 @@ class ZkClient:
                 self._conn = None
             raise
         _live_clients.add(self)
-        self._pid = os.getpid()
-        self._monitor = run_in_thread("zk-recipes session watchdog", self._watch_session)
         return self
 
     def close(self) -> None:
@@ -171,7 +156,7 @@ class ZkClient:
                 return
             self._closed = True
             conn, self._conn = self._conn, None
-            self._changed.notify_all()
+        self._tracker.close()
         _live_clients.discard(self)
         if conn is None:
             return
@@ -183,8 +168,6 @@ class ZkClient:
             self._deleter.wait_empty(min(1.0, self.settings.connection_timeout))
         self._deleter.stop()
         conn.stop()
-        if self._monitor is not None and self._monitor is not threading.current_thread():
-            self._monitor.join(2.0)
         self._listeners.wait_idle(1.0)
 
     def __enter__(self) -> ZkClient:
@@ -194,22 +177,23 @@ class ZkClient:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else (self._state.name if self._state else "not started")
+        current = self._tracker.state
+        state = "closed" if self._closed else (current.name if current else "not started")
         return (
             f"<ZkClient {self.settings.hosts}{self.settings.namespace} {state}"
-            f" session={self._session:#x}>"
+            f" session={self.session_id:#x}>"
         )
 
     # ------------------------------------------------------------------ introspection
     @property
     def state(self) -> ConnectionState | None:
         """The last state told to listeners (None before the first connection)."""
-        return self._state
+        return self._tracker.state
 
     @property
     def session_id(self) -> int:
         """The current session id (0 when there is none)."""
-        return self._session
+        return self._tracker.session_id
 
     @property
     def client_id(self) -> tuple[int, bytes] | None:
@@ -256,101 +240,7 @@ class ZkClient:
 
     def wait_connected(self, timeout: float) -> bool:
         """Block until connected (CONNECTED/RECONNECTED/READ_ONLY); False on timeout."""
-        with self._changed:
-            return (
-                self._changed.wait_for(
-                    lambda: self._closed or (self._state is not None and self._state.is_connected),
-                    timeout,
-                )
-                and not self._closed
-            )
-
-    # ------------------------------------------------------------------ state machine
-    def _publish(self, state: ConnectionState, session_id: int, *, simulated: bool = False) -> None:
-        # Called with self._lock held.
-        self._state = state
-        self._changed.notify_all()
-        log.info("ZooKeeper state %s (session %#x)", state.name, session_id)
-        self._listeners.publish(StateChange(state, session_id, time.monotonic(), simulated))
-
-    def _on_raw_state(self, kind: str, session_id: int) -> None:
-        """kazoo's hook, on kazoo's connection thread: decide, publish, never block."""
-        reclaim: list[tuple[int, bytes]] = []
-        with self._lock:
-            if self._closed:
-                return
-            conn = self._conn
-            if kind in ("CONNECTED", "READ_ONLY"):
-                if session_id in self._abandoned_ids:
-                    # kazoo resumed a session we already declared LOST: drop it again.
-                    if conn is not None:
-                        conn.expire_now()
-                    return
-                read_only = kind == "READ_ONLY"
-                if self._state is None:
-                    new = ConnectionState.READ_ONLY if read_only else ConnectionState.CONNECTED
-                else:
-                    if session_id != self._session and self._state is not ConnectionState.LOST:
-                        self._publish(ConnectionState.LOST, self._session)
-                    new = ConnectionState.READ_ONLY if read_only else ConnectionState.RECONNECTED
-                if self._session and session_id != self._session:
-                    self._past_sessions.add(self._session)
-                self._session = session_id
-                self._publish(new, session_id)
-                reclaim, self._abandoned = self._abandoned, []
-            elif kind == "SUSPENDED":
-                if self._state is not None and self._state.is_connected:
-                    self._publish(ConnectionState.SUSPENDED, self._session)
-            elif self._state is not None and self._state is not ConnectionState.LOST:
-                # EXPIRED (the server says so), AUTH_FAILED or CLOSED while not closing.
-                if self._state.is_connected:
-                    self._publish(ConnectionState.SUSPENDED, self._session)
-                self._publish(ConnectionState.LOST, self._session)
-        for client_id in reclaim:
-            self._close_abandoned(client_id)
-
-    def _close_abandoned(self, client_id: tuple[int, bytes]) -> None:
-        conn = self._conn
-        if conn is None:
-            return
-        timeout = self.settings.connection_timeout
-        run_in_thread(
-            "zk-recipes close abandoned session",
-            lambda: conn.close_session_on_server(client_id, timeout),
-        )
-
-    def _watch_session(self) -> None:
-        """Declare LOST when the server has been silent for too long (simulated expiry)."""
-        fraction = self.settings.simulated_expiry_fraction
-        with self._changed:
-            while not self._closed:
-                conn = self._conn
-                if conn is None:
-                    return
-                limit = fraction * (conn.negotiated_timeout or self.settings.session_timeout)
-                if self._state is None or self._state is ConnectionState.LOST:
-                    self._changed.wait(limit / 4)
-                    continue
-                silent = time.monotonic() - conn.last_reply
-                if silent < limit:
-                    self._changed.wait(limit - silent + 0.005)
-                    continue
-                log.warning(
-                    "no reply from ZooKeeper for %.2f s (%.0f%% of the %.2f s session timeout): "
-                    "declaring session %#x LOST",
-                    silent,
-                    fraction * 100,
-                    limit / fraction,
-                    self._session,
-                )
-                client_id = conn.client_id
-                if client_id is not None:
-                    self._abandoned.append(client_id)
-                    self._abandoned_ids.add(client_id[0])
-                if self._state.is_connected:
-                    self._publish(ConnectionState.SUSPENDED, self._session)
-                self._publish(ConnectionState.LOST, self._session, simulated=True)
-                conn.abandon_session()
+        return self._tracker.wait_connected(timeout)
 
     # ------------------------------------------------------------------ guards
     def _check_fork(self) -> None:
@@ -452,9 +342,9 @@ class ZkClient:
                 if mode.is_ephemeral and not mode.is_sequential:
                     stat = self._exists_abs(full)
                     owner = stat.ephemeral_owner if stat is not None else 0
-                    if stat is not None and owner == self._session and attempts > 1:
+                    if stat is not None and owner == self.session_id and attempts > 1:
                         return CreateResult(path, stat)  # our own create, reply lost
-                    if replace_stale and owner in self._past_sessions | self._abandoned_ids:
+                    if replace_stale and owner in self._tracker.earlier_sessions():
                         log.info("replacing %s left by our earlier session %#x", path, owner)
                         assert stat is not None
                         with contextlib.suppress(NoNodeError):
@@ -561,7 +451,7 @@ class ZkClient:
                 if found is not None:
                     stat = self._exists_abs(found)
                     if stat is not None:
-                        if not mode.is_ephemeral or stat.ephemeral_owner == self._session:
+                        if not mode.is_ephemeral or stat.ephemeral_owner == self.session_id:
                             return CreateResult(self._rel(found), stat)
                         # Created by a session that is gone or going (CURATOR-498).
                         self._deleter.add(found, -1, stat.ephemeral_owner)
@@ -653,8 +543,8 @@ class ZkClient:
         if recursive:
             self.retry(lambda: self._delete_tree(full))
             return
-        session = self._session
-        state = self._state
+        session = self.session_id
+        state = self.state
         if guaranteed and (state is None or not state.is_connected):
             # No point waiting for a request that cannot be sent now.
             log.info("delete of %s queued until the connection is back", path)

@@ -259,7 +259,7 @@ class KazooConnection:
             sasl_options=dict(settings.sasl) if settings.sasl else None,
             read_only=settings.read_only or None,
             # Reconnect forever with capped back-off; giving up is the client's decision.
-            connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0),
+            connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_delay=0.5),
             use_ssl=tls is not None,
         )
         if tls is not None:
