@@ -10,6 +10,8 @@ import warnings
 import pytest
 
 from zk_recipes import (
+    CREATOR_ALL_ACL,
+    READ_ACL_UNSAFE,
     BadVersionError,
     ClientStateError,
     ConnectionState,
@@ -17,6 +19,7 @@ from zk_recipes import (
     CreateMode,
     DataTooLargeError,
     InvalidPathError,
+    NoAuthError,
     NodeExistsError,
     NoNodeError,
     WatchEvent,
@@ -62,7 +65,8 @@ def test_start_close_idempotent_and_context_manager(zk_hosts: str) -> None:
 def test_namespace_is_created_lazily_and_paths_are_relative(
     zk_client_factory: ClientFactory, zk_hosts: str, zk_namespace: str
 ) -> None:
-    client = zk_client_factory()
+    namespace = zk_namespace + "/lazy"
+    client = zk_client_factory(namespace=namespace)
     assert client.exists("/") is None  # nothing made before the first write
     created = client.create("/a", b"data")
     assert created.path == "/a"
@@ -70,8 +74,8 @@ def test_namespace_is_created_lazily_and_paths_are_relative(
     assert client.get("/a")[0] == b"data"
     assert client.get_children("/") == ["a"]
     with ZkClient(zk_hosts) as raw:
-        assert raw.get(zk_namespace + "/a")[0] == b"data"
-        assert raw.exists(zk_namespace).ephemeral_owner == 0  # type: ignore[union-attr]
+        assert raw.get(namespace + "/a")[0] == b"data"
+        assert raw.exists(namespace).ephemeral_owner == 0  # type: ignore[union-attr]
 
 
 def test_basic_requests_and_errors(zk_client: ZkClient) -> None:
@@ -339,3 +343,33 @@ def test_start_against_a_server_that_is_down_then_up(tmp_path: object) -> None:
         server.start()
         with ZkClient(hosts) as client:
             assert client.state is ConnectionState.CONNECTED
+
+
+# ---------------------------------------------------------------- auth and ACLs
+
+
+def test_digest_auth_with_a_creator_only_default_acl(zk_client_factory: ClientFactory) -> None:
+    owner = zk_client_factory(auth=[("digest", "app:secret")], default_acl=CREATOR_ALL_ACL)
+    stranger = zk_client_factory()
+    owner.create("/private/lock", b"mine", parents=True)
+    assert stranger.exists("/private/lock") is not None  # stat is not protected
+    with pytest.raises(NoAuthError):
+        stranger.get("/private/lock")
+    with pytest.raises(NoAuthError):
+        stranger.set("/private/lock", b"theirs")
+    with pytest.raises(NoAuthError):
+        stranger.delete("/private/lock/child-that-is-not-there")  # parent's ACL applies
+    assert owner.get("/private/lock")[0] == b"mine"
+    friend = zk_client_factory(auth=[("digest", "app:secret")])
+    assert friend.get("/private/lock")[0] == b"mine"
+
+
+def test_explicit_acl_on_create(zk_client_factory: ClientFactory) -> None:
+    owner = zk_client_factory()
+    reader = zk_client_factory()
+    owner.create("/ro", b"x", parents=True, acl=READ_ACL_UNSAFE)
+    assert reader.get("/ro")[0] == b"x"
+    with pytest.raises(NoAuthError):
+        reader.set("/ro", b"y")
+    with pytest.raises(NoAuthError):
+        owner.set("/ro", b"y")

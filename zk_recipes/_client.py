@@ -26,7 +26,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, TypeVar
 
 from zk_recipes import _paths
@@ -117,6 +117,7 @@ class ZkClient:
         self._forked = False
         self._container_fallback = False
         self._deleter = GuaranteedDeleter(self, self._delete_backoff)
+        self._wakeups: set[threading.Event] = set()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, timeout: float | None = None) -> ZkClient:
@@ -156,6 +157,9 @@ class ZkClient:
                 return
             self._closed = True
             conn, self._conn = self._conn, None
+            wakeups, self._wakeups = self._wakeups, set()
+        for event in wakeups:
+            event.set()
         self._tracker.close()
         _live_clients.discard(self)
         if conn is None:
@@ -237,6 +241,25 @@ class ZkClient:
 
     def remove_listener(self, listener: StateListener) -> None:
         self._listeners.remove(listener)
+
+    @contextlib.contextmanager
+    def wake_on_close(self, event: threading.Event) -> Iterator[None]:
+        """Set ``event`` if this client is closed while the block runs.
+
+        For recipes that wait on a watch: kazoo stops its callback thread on
+        close without firing pending watches, so without this a waiter would
+        sleep until its own timeout (or forever).
+        """
+        with self._lock:
+            if self._closed:
+                event.set()
+            else:
+                self._wakeups.add(event)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._wakeups.discard(event)
 
     def wait_connected(self, timeout: float) -> bool:
         """Block until connected (CONNECTED/RECONNECTED/READ_ONLY); False on timeout."""

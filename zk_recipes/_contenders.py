@@ -204,8 +204,8 @@ class ContenderQueue:
             return True
         except (ConnectionLostError, ZkTimeoutError):
             return False
-        remaining = _remaining(deadline)
-        wake.event.wait(remaining)
+        with self.client.wake_on_close(wake.event):
+            wake.event.wait(_remaining(deadline))
         return wake.deleted
 
     def _relist(self, deadline: float | None) -> list[str]:

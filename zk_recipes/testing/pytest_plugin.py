@@ -40,6 +40,9 @@ from zk_recipes._client import ZkClient
 from zk_recipes.testing._proxy import TcpProxy
 from zk_recipes.testing._server import ZooKeeperCluster, ZooKeeperServer
 
+#: Every test namespace lives under this path.
+TESTS_ROOT = "/zk-recipes-tests"
+
 
 class ClientFactory(Protocol):
     def __call__(self, **options: Any) -> ZkClient: ...
@@ -108,7 +111,7 @@ def zk_proxy(zk_private_server: ZooKeeperServer) -> Iterator[TcpProxy]:
         yield proxy
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def zk_hosts(request: pytest.FixtureRequest) -> str:
     """The connect string of the ensemble under test."""
     external = _external_hosts(request.config)
@@ -118,14 +121,26 @@ def zk_hosts(request: pytest.FixtureRequest) -> str:
     return server.connect_string
 
 
+@pytest.fixture(scope="session")
+def _zk_admin(zk_hosts: str) -> Iterator[ZkClient]:
+    """One client outside every namespace, to make and remove the tests' namespaces."""
+    with ZkClient(zk_hosts, connection_timeout=10.0) as admin:
+        yield admin
+
+
 @pytest.fixture
-def zk_namespace(request: pytest.FixtureRequest, zk_hosts: str) -> Iterator[str]:
-    """A namespace of this test's own, deleted (with everything in it) afterwards."""
+def zk_namespace(request: pytest.FixtureRequest, _zk_admin: ZkClient) -> Iterator[str]:
+    """A namespace of this test's own, deleted (with everything in it) afterwards.
+
+    Its root exists (open ACL) before the test starts, so a test client with a
+    restrictive default ACL cannot lock the others out of the shared parent.
+    """
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:40]
-    namespace = f"/zk-recipes-tests/{slug}-{uuid.uuid4().hex[:8]}"
+    namespace = f"{TESTS_ROOT}/{slug}-{uuid.uuid4().hex[:8]}"
+    _zk_admin.create(namespace, parents=True)
     yield namespace
-    with contextlib.suppress(Exception), ZkClient(zk_hosts, connection_timeout=5.0) as admin:
-        admin.delete(namespace, recursive=True)
+    with contextlib.suppress(Exception):
+        _zk_admin.delete(namespace, recursive=True)
 
 
 @pytest.fixture
