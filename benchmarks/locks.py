@@ -1,0 +1,685 @@
+"""Lock benchmark: the raw ZooKeeper floor, kazoo's Lock and ours, side by side in one run.
+
+    python benchmarks/locks.py [--quick] [--out FILE] [--hosts HOST:PORT]
+                               [--sections uncontended,contended,watch]
+
+Prints one JSON document on stdout (progress on stderr). See benchmarks/README.md
+for what each figure means. Sections:
+
+- **uncontended**: one client, acquire+release in a loop, for (1) the raw floor
+  (create ephemeral-sequential + get_children + delete, sequential sync calls
+  on a plain kazoo client), (2) kazoo's ``Lock`` and (3) ours; interleaved in
+  rotating rounds. Latency percentiles, cycles/s, requests per cycle.
+- **contended**: N spawned processes loop acquire -> release on one path for a
+  fixed time after a start barrier, kazoo's Lock and ours in ABBA order.
+  Cycles/s, requests per cycle, hand-off latency (next acquire-return minus
+  previous release-call on the merged, system-wide monotonic timeline).
+- **watch**: L waiters queued behind one holder; the holder releases once and
+  we count, client-side, the watch notifications the server delivers to all
+  clients for that one release.
+
+Never asserts timings: benchmarks measure, tests check counts.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import dataclasses
+import datetime
+import gc
+import importlib.metadata
+import itertools
+import logging
+import math
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
+
+from _common import (
+    Counter,
+    PacketWindow,
+    Target,
+    WorkerPool,
+    base_arguments,
+    count_pings,
+    count_watch_events,
+    emit,
+    latency_summary,
+    load_average,
+    machine_meta,
+    median,
+    parse_sections,
+    progress,
+    ratio,
+    rotating_rounds,
+    server_target,
+    wait_for_go,
+)
+from kazoo.client import KazooClient
+from kazoo.exceptions import LockTimeout as KazooLockTimeout
+
+import zk_recipes
+from zk_recipes import Lock, ZkClient
+
+SECTIONS = ("uncontended", "contended", "watch")
+IMPLS = ("kazoo_lock", "ours")
+#: ZooKeeper's real standalone mode: the harness's default quorum of one (ZooKeeper 3.8.0)
+#: now and then holds a write until the client's next packet, i.e. for a whole ping
+#: interval (a third of the session timeout), which swamps every figure here. And
+#: ZooKeeper's default container check interval: the harness's 0.1 s would reap our empty
+#: lock directory in the middle of a tight loop, unlike any real server.
+SERVER_OPTIONS: dict[str, Any] = {"standalone_mode": True, "container_check_interval": 60.0}
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    cycles: int
+    warmup: int
+    rounds: int
+    process_counts: tuple[int, ...]
+    duration_s: float
+    queue_lengths: tuple[int, ...]
+    waiters_per_client: int
+    settle_s: float
+    quiet_s: float
+    session_timeout_s: float
+
+    @classmethod
+    def make(cls, quick: bool) -> Settings:
+        if quick:
+            return cls(300, 50, 5, (2, 8), 2.0, (1, 10, 100), 50, 0.3, 0.5, 10.0)
+        return cls(2000, 200, 5, (2, 8, 32), 5.0, (1, 10, 100, 1000), 50, 0.5, 2.0, 10.0)
+
+
+class LockLike(Protocol):
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool: ...
+    def release(self) -> object: ...
+
+
+# -- clients and locks, for kazoo's Lock and ours ------------------------------------------
+
+
+def start_kazoo(hosts: str, session_timeout: float) -> Any:
+    client = KazooClient(hosts=hosts, timeout=session_timeout)
+    client.start(timeout=30)
+    return client
+
+
+def stop_kazoo(client: Any) -> None:
+    client.stop()
+    client.close()
+
+
+def lock_location(root: str, impl: str, rel: str) -> tuple[str, str]:
+    """(namespace, path) of a lock: kazoo's under ``root/kazoo``, ours under ``root/ours``."""
+    if impl == "kazoo_lock":
+        return "", f"{root}/kazoo{rel}"
+    return f"{root}/ours", rel
+
+
+@contextlib.contextmanager
+def open_client(impl: str, hosts: str, namespace: str, session_timeout: float) -> Iterator[Any]:
+    """A started client for ``impl``: a KazooClient, or our ZkClient."""
+    if impl == "kazoo_lock":
+        kz = start_kazoo(hosts, session_timeout)
+        try:
+            yield kz
+        finally:
+            stop_kazoo(kz)
+    else:
+        with ZkClient(hosts, namespace=namespace, session_timeout=session_timeout) as client:
+            yield client
+
+
+def make_lock(impl: str, client: Any, path: str) -> LockLike:
+    if impl == "kazoo_lock":
+        lock: LockLike = client.Lock(path)
+        return lock
+    return Lock(client, path)
+
+
+def kazoo_of(client: Any) -> Any:
+    return client.kazoo_client if isinstance(client, ZkClient) else client
+
+
+def acquire_bounded(lock: LockLike, timeout: float) -> bool:
+    try:
+        return lock.acquire(timeout=timeout)
+    except KazooLockTimeout:  # kazoo signals a timeout either way
+        return False
+
+
+# -- uncontended ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Tally:
+    samples: list[int] = dataclasses.field(default_factory=list)
+    elapsed_ns: int = 0
+    packets_raw: int = 0
+    packets: float = 0.0
+    pings: int = 0
+    cpu_s: float = 0.0
+    round_p50_ms: list[float] = dataclasses.field(default_factory=list)
+    round_cycles_per_s: list[float] = dataclasses.field(default_factory=list)
+
+    def result(self) -> dict[str, Any]:
+        n = len(self.samples)
+        return {
+            "cycles": n,
+            **latency_summary(self.samples),
+            "cycles_per_s": round(n / (self.elapsed_ns / 1e9), 1),
+            "client_cpu_ms_per_cycle": round(self.cpu_s * 1000 / n, 4),
+            "requests_per_cycle": round(self.packets / n, 3),
+            "requests_per_cycle_uncorrected": round(self.packets_raw / n, 3),
+            "own_pings_subtracted": self.pings,
+            "round_p50_ms": [round(x, 4) for x in self.round_p50_ms],
+            "round_cycles_per_s": [round(x, 1) for x in self.round_cycles_per_s],
+        }
+
+
+def timed_cycles(cycle: Callable[[], object], count: int) -> tuple[list[int], int]:
+    clock = time.perf_counter_ns
+    samples = [0] * count
+    begin = clock()
+    for index in range(count):
+        start = clock()
+        cycle()
+        samples[index] = clock() - start
+    return samples, clock() - begin
+
+
+def run_uncontended(target: Target, s: Settings, pings: Callable[[], int]) -> dict[str, Any]:
+    root = target.root
+    with contextlib.ExitStack() as stack:
+        raw_kz = start_kazoo(target.hosts, s.session_timeout_s)
+        stack.callback(stop_kazoo, raw_kz)
+        lock_kz = start_kazoo(target.hosts, s.session_timeout_s)
+        stack.callback(stop_kazoo, lock_kz)
+        namespace, ours_path = lock_location(root, "ours", "/uncontended")
+        ours_client = stack.enter_context(
+            ZkClient(target.hosts, namespace=namespace, session_timeout=s.session_timeout_s)
+        )
+        counters = [count_pings(c) for c in (raw_kz, lock_kz, ours_client.kazoo_client)]
+
+        raw_dir = f"{root}/raw/uncontended"
+        raw_kz.ensure_path(raw_dir)
+
+        def raw_cycle() -> None:
+            node = raw_kz.create(f"{raw_dir}/n-", ephemeral=True, sequence=True)
+            raw_kz.get_children(raw_dir)
+            raw_kz.delete(node)
+
+        kazoo_lock = make_lock("kazoo_lock", lock_kz, lock_location(root, "kazoo_lock", "/u")[1])
+        ours = make_lock("ours", ours_client, ours_path)
+
+        def lock_cycle(lock: LockLike) -> Callable[[], None]:
+            def cycle() -> None:
+                lock.acquire()
+                lock.release()
+
+            return cycle
+
+        cycles = {
+            "raw_floor": raw_cycle,
+            "kazoo_lock": lock_cycle(kazoo_lock),
+            "ours": lock_cycle(ours),
+        }
+        for name, cycle in cycles.items():
+            progress(f"uncontended: warm-up {name} ({s.warmup} cycles)")
+            timed_cycles(cycle, s.warmup)
+
+        def all_pings() -> int:
+            return pings() + sum(c.value for c in counters)
+
+        tallies = {name: _Tally() for name in cycles}
+        per_round = s.cycles // s.rounds
+        for index, order in rotating_rounds(list(cycles), s.rounds):
+            progress(f"uncontended: round {index + 1}/{s.rounds} ({', '.join(order)})")
+            for name in order:
+                gc.collect()
+                cpu = time.process_time()
+                with PacketWindow(target, all_pings) as window:
+                    samples, elapsed = timed_cycles(cycles[name], per_round)
+                tally = tallies[name]
+                tally.cpu_s += time.process_time() - cpu
+                tally.samples += samples
+                tally.elapsed_ns += elapsed
+                tally.packets_raw += window.raw
+                tally.packets += window.corrected
+                tally.pings += window.pings_sent
+                tally.round_p50_ms.append(median(samples) / 1e6)
+                tally.round_cycles_per_s.append(per_round / (elapsed / 1e9))
+
+    results = {name: tally.result() for name, tally in tallies.items()}
+    raw, kz, ours_r = results["raw_floor"], results["kazoo_lock"], results["ours"]
+
+    def paired(a: str, b: str, key: str) -> float | None:
+        pairs = zip(getattr(tallies[a], key), getattr(tallies[b], key), strict=True)
+        values = [x / y for x, y in pairs if y]
+        return round(median(values), 3) if values else None
+
+    results["ratios"] = {
+        "ours_p50_over_raw_floor_p50": ratio(ours_r["p50_ms"], raw["p50_ms"]),
+        "kazoo_lock_p50_over_raw_floor_p50": ratio(kz["p50_ms"], raw["p50_ms"]),
+        "ours_p50_over_kazoo_lock_p50": ratio(ours_r["p50_ms"], kz["p50_ms"]),
+        "ours_over_kazoo_lock_cycles_per_s": ratio(ours_r["cycles_per_s"], kz["cycles_per_s"]),
+        "ours_over_kazoo_lock_client_cpu_per_cycle": ratio(
+            ours_r["client_cpu_ms_per_cycle"], kz["client_cpu_ms_per_cycle"]
+        ),
+        "ours_over_raw_floor_cycles_per_s": ratio(ours_r["cycles_per_s"], raw["cycles_per_s"]),
+        "paired_median_ours_over_raw_floor_p50": paired("ours", "raw_floor", "round_p50_ms"),
+        "paired_median_ours_over_kazoo_lock_p50": paired("ours", "kazoo_lock", "round_p50_ms"),
+        "paired_median_ours_over_kazoo_lock_cycles_per_s": paired(
+            "ours", "kazoo_lock", "round_cycles_per_s"
+        ),
+    }
+    return results
+
+
+# -- contended ------------------------------------------------------------------------------
+
+
+def contended_worker(conn: Any) -> None:
+    """Runs in a spawned process: one contender per "run" command, until "exit" or EOF."""
+    logging.basicConfig(level=logging.ERROR)
+    while True:
+        try:
+            tag, spec = conn.recv()
+        except (EOFError, OSError):
+            return
+        if tag == "exit":
+            return
+        try:
+            _contend(conn, spec)
+        except Exception:
+            conn.send(("error", traceback.format_exc()))
+
+
+def _contend(conn: Any, spec: dict[str, Any]) -> None:
+    impl, duration = spec["impl"], float(spec["duration_s"])
+    with open_client(impl, spec["hosts"], spec["namespace"], spec["session_timeout_s"]) as client:
+        pings = count_pings(kazoo_of(client))
+        lock = make_lock(impl, client, spec["path"])
+        if not acquire_bounded(lock, 30.0):  # warm-up: parents exist, code paths are hot
+            raise RuntimeError("warm-up acquire timed out")
+        lock.release()
+        conn.send(("ready", os.getpid()))
+        start_ns = wait_for_go(conn, 120.0)
+        end_ns = start_ns + int(duration * 1e9)
+        pings_before, cpu = pings.value, time.process_time()
+        records = array.array("q")
+        timeouts = 0
+        clock = time.monotonic_ns
+        for _ in range(int(duration * 50_000)):  # bounded; the clock ends it long before
+            if clock() >= end_ns:
+                break
+            if not acquire_bounded(lock, duration + 30.0):
+                timeouts += 1
+                break
+            acquired = clock()
+            releasing = clock()
+            lock.release()
+            records.extend((acquired, releasing, clock()))
+        done = {"records": records.tobytes(), "pings": pings.value - pings_before}
+        conn.send(("done", {**done, "timeouts": timeouts, "cpu_s": time.process_time() - cpu}))
+        tag, _ = conn.recv()
+        if tag != "close":
+            raise RuntimeError(f"expected 'close', got {tag!r}")
+    conn.send(("closed", None))
+
+
+@dataclasses.dataclass
+class _Contended:
+    cycles: int = 0
+    elapsed_ns: int = 0
+    handoffs: list[int] = dataclasses.field(default_factory=list)
+    violations: int = 0
+    packets_raw: int = 0
+    packets: float = 0.0
+    pings: int = 0
+    timeouts: int = 0
+    cpu_s: float = 0.0
+    segment_cycles_per_s: list[float] = dataclasses.field(default_factory=list)
+    per_process: list[int] = dataclasses.field(default_factory=list)
+
+    def add(self, start_ns: int, done: list[dict[str, Any]], window: PacketWindow) -> None:
+        timeline: list[tuple[int, int, int]] = []
+        for payload in done:
+            flat = array.array("q")
+            flat.frombytes(payload["records"])
+            rows = [(flat[i], flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)]
+            self.per_process.append(len(rows))
+            timeline += rows
+            self.pings += int(payload["pings"])
+            self.timeouts += int(payload["timeouts"])
+            self.cpu_s += float(payload["cpu_s"])
+        timeline.sort()
+        for previous, following in itertools.pairwise(timeline):
+            gap = following[0] - previous[1]
+            if gap < 0:
+                self.violations += 1  # an acquire returned before the previous release began
+            self.handoffs.append(gap)
+        self.cycles += len(timeline)
+        if timeline:
+            elapsed = max(row[2] for row in timeline) - start_ns
+            self.elapsed_ns += elapsed
+            self.segment_cycles_per_s.append(round(len(timeline) / (elapsed / 1e9), 1))
+        worker_pings = sum(int(p["pings"]) for p in done)
+        self.packets_raw += window.raw
+        self.packets += window.corrected - worker_pings
+
+    def result(self, processes: int, duration: float) -> dict[str, Any]:
+        n = max(self.cycles, 1)
+        return {
+            "processes": processes,
+            "duration_s": duration,
+            "cycles": self.cycles,
+            "cycles_per_s": round(self.cycles / (self.elapsed_ns / 1e9), 1) if self.cycles else 0,
+            "segment_cycles_per_s": self.segment_cycles_per_s,
+            "handoff": latency_summary(self.handoffs),
+            "client_cpu_ms_per_cycle": round(self.cpu_s * 1000 / n, 4),
+            "requests_per_cycle": round(self.packets / n, 3),
+            "requests_per_cycle_uncorrected": round(self.packets_raw / n, 3),
+            "worker_pings_subtracted": self.pings,
+            "per_process_cycles": {"min": min(self.per_process), "max": max(self.per_process)},
+            "exclusion_violations": self.violations,
+            "timeouts": self.timeouts,
+        }
+
+
+def run_contended(target: Target, s: Settings, pings: Callable[[], int]) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    half = s.duration_s / 2
+    progress(f"contended: spawning {max(s.process_counts)} worker processes")
+    with WorkerPool(max(s.process_counts), contended_worker) as pool:
+        for index, processes in enumerate(s.process_counts):
+            first, second = IMPLS if index % 2 == 0 else IMPLS[::-1]
+            tallies = {impl: _Contended() for impl in IMPLS}
+            workers = list(range(processes))
+            for segment, impl in enumerate((first, second, second, first)):  # ABBA
+                progress(f"contended: {processes} processes, {impl}, {half:g} s (part {segment})")
+                namespace, path = lock_location(target.root, impl, f"/contended/p{processes}")
+                spec = {
+                    "impl": impl,
+                    "hosts": target.hosts,
+                    "namespace": namespace,
+                    "path": path,
+                    "duration_s": half,
+                    "session_timeout_s": s.session_timeout_s,
+                }
+                pool.send(workers, ("run", spec))
+                pool.gather(workers, "ready", 60.0 + processes)
+                with PacketWindow(target, pings) as window:
+                    start_ns = pool.start_together(workers)
+                    done = pool.gather(workers, "done", half + 60.0)
+                pool.send(workers, ("close", None))
+                pool.gather(workers, "closed", 60.0)
+                tallies[impl].add(start_ns, done, window)
+            entry = {impl: tallies[impl].result(processes, s.duration_s) for impl in IMPLS}
+            kz, ours = entry["kazoo_lock"], entry["ours"]
+            entry["ratios"] = {
+                "ours_over_kazoo_lock_cycles_per_s": ratio(
+                    ours["cycles_per_s"], kz["cycles_per_s"]
+                ),
+                "ours_over_kazoo_lock_handoff_p50": ratio(
+                    ours["handoff"].get("p50_ms", math.nan), kz["handoff"].get("p50_ms", math.nan)
+                ),
+                "ours_over_kazoo_lock_handoff_p99": ratio(
+                    ours["handoff"].get("p99_ms", math.nan), kz["handoff"].get("p99_ms", math.nan)
+                ),
+                "ours_over_kazoo_lock_requests_per_cycle": ratio(
+                    ours["requests_per_cycle"], kz["requests_per_cycle"]
+                ),
+                "ours_over_kazoo_lock_client_cpu_per_cycle": ratio(
+                    ours["client_cpu_ms_per_cycle"], kz["client_cpu_ms_per_cycle"]
+                ),
+            }
+            results[str(processes)] = entry
+    return results
+
+
+# -- watch notifications per release --------------------------------------------------------
+
+
+def _wait_until(condition: Callable[[], bool], what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} not reached within {timeout:g} s")
+        time.sleep(0.005)
+
+
+def watch_trial(target: Target, s: Settings, impl: str, length: int, admin: Any) -> dict[str, Any]:
+    """Queue ``length`` waiters behind a holder, release once, count notifications."""
+    namespace, path = lock_location(target.root, impl, f"/watch/q{length}")
+    directory = namespace + path
+    wait_limit = 60.0 + length * 0.05
+    stop = threading.Event()
+    acquired_ns: dict[int, int] = {}
+    errors: list[str] = []
+    threads: list[threading.Thread] = []
+
+    def waiter(lock: LockLike, index: int) -> None:
+        try:
+            if acquire_bounded(lock, wait_limit):
+                acquired_ns[index] = time.monotonic_ns()
+                stop.wait(wait_limit)
+                lock.release()  # teardown: the queue drains one hand-off at a time
+        except Exception as exc:
+            errors.append(f"waiter {index}: {exc!r}")
+
+    def queued(count: int) -> Callable[[], bool]:
+        return lambda: len(admin.get_children(directory)) >= 1 + count
+
+    counters: list[Counter] = []
+    with contextlib.ExitStack() as stack:
+        holder_client = stack.enter_context(
+            open_client(impl, target.hosts, namespace, s.session_timeout_s)
+        )
+        counters.append(count_watch_events(kazoo_of(holder_client)))
+        holder = make_lock(impl, holder_client, path)
+        if not acquire_bounded(holder, 30.0):
+            raise RuntimeError("the holder could not take the lock")
+        try:
+            base_watches = target.watch_count()
+            began = time.monotonic()
+            for first in range(0, length, s.waiters_per_client):
+                client = stack.enter_context(
+                    open_client(impl, target.hosts, namespace, s.session_timeout_s)
+                )
+                counters.append(count_watch_events(kazoo_of(client)))
+                block = range(first, min(length, first + s.waiters_per_client))
+                for index in block:
+                    thread = threading.Thread(
+                        target=waiter, args=(make_lock(impl, client, path), index), daemon=True
+                    )
+                    thread.start()
+                    threads.append(thread)
+                _wait_until(queued(block.stop), f"{block.stop} waiters queued", wait_limit)
+            _wait_until(
+                lambda: target.watch_count() >= base_watches + length,
+                f"{length} watches set",
+                wait_limit,
+            )
+            queue_build_s = time.monotonic() - began
+            time.sleep(0.05)
+            before = sum(c.value for c in counters)
+            released_ns = time.monotonic_ns()
+            holder.release()
+            _wait_until(lambda: bool(acquired_ns), "the next waiter's acquire", 30.0)
+            time.sleep(s.settle_s)
+            notifications = sum(c.value for c in counters) - before
+            others = len(acquired_ns) - 1
+        finally:
+            # Drain the queue (each waiter releases in turn) before any client closes: a
+            # waiter blocked in our acquire() does not wake when another thread closes its
+            # ZkClient, it waits for its own timeout.
+            stop.set()
+            drain_began = time.monotonic()
+            deadline = drain_began + 30.0 + length * 0.05
+            for thread in threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            drain_s = time.monotonic() - drain_began
+    return {
+        "notifications": notifications,
+        "handoff_ms": round((min(acquired_ns.values()) - released_ns) / 1e6, 3),
+        "clients": len(counters) - 1,
+        "queue_build_s": round(queue_build_s, 2),
+        "queue_drain_s": round(drain_s, 2),
+        "other_waiters_acquired": others,
+        "waiter_errors": errors[:5],
+        "threads_left": sum(t.is_alive() for t in threads),
+    }
+
+
+def run_watch(target: Target, s: Settings, admin: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    counts: dict[str, Any] = {}
+    details: dict[str, Any] = {}
+    for index, length in enumerate(s.queue_lengths):
+        counts[str(length)], details[str(length)] = {}, {}
+        for impl in IMPLS if index % 2 == 0 else IMPLS[::-1]:
+            progress(f"watch: {length} waiters, {impl}")
+            detail = watch_trial(target, s, impl, length, admin)
+            counts[str(length)][impl] = detail["notifications"]
+            details[str(length)][impl] = detail
+        counts[str(length)] = {impl: counts[str(length)][impl] for impl in IMPLS}
+        details[str(length)] = {impl: details[str(length)][impl] for impl in IMPLS}
+    return counts, details
+
+
+# -- the run --------------------------------------------------------------------------------
+
+
+def notes(s: Settings, target: Target, sections: Sequence[str]) -> list[str]:
+    return [
+        "Noisy machine: a shared 2-core box where other test suites run at the same time "
+        "(load averages in meta). Absolute figures move between runs; compare the ratios "
+        "from one run, where every contestant met the same noise.",
+        f"uncontended: {s.rounds} rounds of {s.cycles // s.rounds} cycles per contestant in "
+        f"rotating order after {s.warmup} warm-up cycles each; percentiles pool all cycles; "
+        "paired_median_* ratios are medians of per-round ratios (each pair measured "
+        "seconds apart), the most noise-resistant figures.",
+        "requests_per_cycle = (zk_packets_received delta over the measured window - the "
+        "packet each mntr read adds itself - pings our own clients sent, counted client-side "
+        f"- foreign traffic at {target.foreign_rate:.2f} packets/s measured over a "
+        f"{s.quiet_s:g} s quiet interval) / cycles. kazoo pings only after about a third of "
+        "the session timeout of silence on a connection, so pings are rare; "
+        "requests_per_cycle_uncorrected shows the figure before any correction.",
+        "contended: processes are spawned once and reused; each (processes, lock) pair runs "
+        f"{s.duration_s:g} s in two halves in ABBA order, each after a start barrier on the "
+        "system-wide monotonic clock. hand-off = next acquire-return minus previous "
+        "release-call on the merged, sorted timeline of all processes (the critical "
+        "section is empty); exclusion_violations counts negative hand-offs (must be 0).",
+        "watch: waiters are Lock objects (each its own contender), "
+        f"{s.waiters_per_client} per client, queued client by client; notifications are "
+        "counted by wrapping each kazoo connection's _read_watch_event (ours: "
+        f"client.kazoo_client._connection), over {s.settle_s:g} s after the next waiter's "
+        "acquire returned. watch_details has the hand-off time of that one release.",
+        "The throwaway server is the test harness's ZooKeeper (data on tmpfs, C1-only JVM) "
+        "in real standalone mode: as a quorum of one (the harness default) ZooKeeper 3.8.0 "
+        "sometimes holds a write until the client's next ping (seconds). Container checks "
+        "run every 60 s (ZooKeeper's default) so our CONTAINER lock parents are not "
+        "reaped mid-loop."
+        if target.owned
+        else f"External server {target.hosts}: other clients' traffic is subtracted as "
+        "a rate measured once, so request counts are less exact.",
+        f"sections run: {', '.join(sections)}",
+    ]
+
+
+def _server_stats(target: Target) -> dict[str, str]:
+    """Server-side latency and JVM pauses since the server started (to tell stalls apart)."""
+    keys = ("zk_avg_latency", "zk_max_latency", "zk_max_jvm_pause_time_ms", "zk_max_fsynctime")
+    try:
+        mntr = target.mntr()
+    except OSError:
+        return {}
+    return {key: mntr[key] for key in keys if key in mntr}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = base_arguments(__doc__.splitlines()[0] if __doc__ else "locks", SECTIONS)
+    args = parser.parse_args(argv)
+    sections = parse_sections(args.sections, SECTIONS)
+    s = Settings.make(args.quick)
+    logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
+    started, began = datetime.datetime.now(datetime.timezone.utc), time.monotonic()
+    load_start = machine_meta()
+    doc: dict[str, Any] = {
+        "meta": {},
+        "uncontended": None,
+        "contended": None,
+        "watch_notifications": None,
+        "watch_details": None,
+        "notes": [],
+    }
+    failed: list[str] = []
+    with server_target(args.hosts, **SERVER_OPTIONS) as target:
+        progress(f"server {target.hosts}; measuring idle traffic for {s.quiet_s:g} s")
+        target.calibrate(s.quiet_s)
+        admin = start_kazoo(target.hosts, s.session_timeout_s)
+        admin_pings = count_pings(admin)
+        try:
+            zookeeper_version = target.version()
+            admin.ensure_path(target.root)
+            for section in sections:
+                try:
+                    if section == "uncontended":
+                        doc["uncontended"] = run_uncontended(target, s, lambda: admin_pings.value)
+                    elif section == "contended":
+                        doc["contended"] = run_contended(target, s, lambda: admin_pings.value)
+                    else:
+                        doc["watch_notifications"], doc["watch_details"] = run_watch(
+                            target, s, admin
+                        )
+                except Exception as exc:
+                    traceback.print_exc()
+                    failed.append(f"section {section} failed: {exc!r}")
+        finally:
+            server_stats = _server_stats(target)
+            with contextlib.suppress(Exception):
+                admin.delete(target.root, recursive=True)
+            with contextlib.suppress(Exception):
+                admin.delete(target.root.rpartition("/")[0])  # only if empty
+            stop_kazoo(admin)
+        doc["meta"] = {
+            "benchmark": "locks",
+            "started_at": started.isoformat(timespec="seconds"),
+            "elapsed_s": round(time.monotonic() - began, 1),
+            "quick": args.quick,
+            "sections": sections,
+            "machine": {**load_start, "load_avg_end": load_average()},
+            "python": sys.version.split()[0],
+            "python_implementation": sys.implementation.name,
+            "kazoo_version": importlib.metadata.version("kazoo"),
+            "zk_recipes_version": zk_recipes.__version__,
+            "zookeeper_version": zookeeper_version,
+            "server": {
+                "hosts": target.hosts,
+                "own_throwaway_server": target.owned,
+                "options": target.options,
+                "mntr_overhead_packets": target.mntr_overhead,
+                "foreign_packets_per_s": round(target.foreign_rate, 3),
+            },
+            "settings": dataclasses.asdict(s),
+            "server_stats_at_end": server_stats,
+        }
+        doc["notes"] = notes(s, target, sections) + failed
+        max_latency = float(server_stats.get("zk_max_latency", 0))
+        if max_latency > 500:
+            doc["notes"].append(
+                f"The server once took {max_latency:g} ms to answer a request (zk_max_latency): "
+                "a server-side stall hit this run; p99/max include it, p50 and ratios less so."
+            )
+    emit(doc, args.out)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
