@@ -19,16 +19,15 @@ from zk_recipes import (
     ClientStateError,
     Lock,
     LockTimeout,
+    MultiLock,
+    ReadWriteLock,
     RecipeUsageError,
     RLock,
+    Semaphore,
+    SemaphoreMutex,
     ZkClient,
 )
-from zk_recipes._multilock import MultiLock
-from zk_recipes._rwlock import ReadWriteLock
-from zk_recipes._semaphore import Semaphore, SemaphoreMutex
 from zk_recipes.testing.pytest_plugin import ClientFactory
-
-from tests.test_semaphore import ContractView
 
 
 class LockLike(Protocol):
@@ -45,6 +44,58 @@ class LockLike(Protocol):
 
 
 Factory = Callable[[ZkClient, str], LockLike]
+
+
+class _ContenderLister:
+    def __init__(self, list_nodes: Callable[[], list[str]]) -> None:
+        self._list_nodes = list_nodes
+
+    def get_children(self, path: str) -> list[str]:
+        return self._list_nodes()
+
+
+class ContractView:
+    """A lock-like recipe whose ``client.get_children(path)`` lists its contenders.
+
+    The contract suite counts a queue as the children of ``lock.path``; a
+    semaphore's contenders are spread over ``locks/`` and ``leases/`` and a
+    MultiLock has no path of its own, so the view answers with one entry per
+    contender instead. Everything else is passed through.
+    """
+
+    def __init__(self, lock: Any, list_nodes: Callable[[], list[str]], path: str) -> None:
+        self.lock = lock
+        self.client = _ContenderLister(list_nodes)
+        self.path = path
+        self.lost: threading.Event = lock.lost
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        return bool(self.lock.acquire(blocking, timeout))
+
+    def release(self) -> None:
+        self.lock.release()
+
+    def is_held(self) -> bool:
+        return bool(self.lock.is_held())
+
+    @property
+    def fencing_token(self) -> int:
+        return int(self.lock.fencing_token)
+
+    def acquired(self, timeout: float) -> Any:
+        return self.lock.acquired(timeout)
+
+    def __enter__(self) -> ContractView:
+        self.lock.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.__exit__(*exc)
+
+    @classmethod
+    def of(cls, lock: Semaphore | SemaphoreMutex) -> ContractView:
+        return cls(lock, lambda: [c.path for c in lock.contenders()], lock.path)
+
 
 FACTORIES: dict[str, Factory] = {
     "Lock": lambda client, path: Lock(client, path),
@@ -215,3 +266,32 @@ def test_release_from_context_even_on_error(
     other = make_lock(zk_client_factory(), "/ctx")
     assert other.acquire(blocking=False)
     other.release()
+
+
+def test_a_waiter_wakes_when_its_client_is_closed(
+    make_lock: Factory, zk_client_factory: ClientFactory
+) -> None:
+    holder = make_lock(zk_client_factory(), "/closing")
+    waiter_client = zk_client_factory()
+    waiter = make_lock(waiter_client, "/closing")
+    assert holder.acquire()
+    outcome: list[BaseException | bool] = []
+
+    def wait() -> None:
+        try:
+            outcome.append(waiter.acquire(timeout=30))
+        except BaseException as exc:  # the outcome is what we assert on
+            outcome.append(exc)
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    _wait_for_queue(holder, 2)
+    started = time.monotonic()
+    waiter_client.close()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert time.monotonic() - started < 5
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], ClientStateError)
+    assert len(first_client_children(holder)) == 1  # the waiter's node went with its session
+    holder.release()

@@ -43,6 +43,7 @@ from zk_recipes._errors import (
 )
 from zk_recipes._kazoo import CreateMode, Pending, WatchEvent, WatchEventType, ZnodeStat
 from zk_recipes._lock import Contender, Lock, LockStatistics, RLock
+from zk_recipes._multilock import MultiLock, MultiLockStatistics
 from zk_recipes._retry import (
     BoundedExponentialBackoffRetry,
     ExponentialBackoffRetry,
@@ -55,6 +56,8 @@ from zk_recipes._retry import (
     is_retryable,
     retry,
 )
+from zk_recipes._rwlock import ReadLock, ReadWriteLock, WriteLock
+from zk_recipes._semaphore import Lease, Semaphore, SemaphoreMutex, SemaphoreStatistics
 from zk_recipes._settings import ClientSettings, TlsOptions
 from zk_recipes._states import ConnectionState, StateChange
 
@@ -79,10 +82,13 @@ __all__ = [
     "DataTooLargeError",
     "ExponentialBackoffRetry",
     "InvalidPathError",
+    "Lease",
     "Lock",
     "LockLost",
     "LockStatistics",
     "LockTimeout",
+    "MultiLock",
+    "MultiLockStatistics",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
     "NoNodeError",
@@ -94,6 +100,8 @@ __all__ = [
     "Perms",
     "PlateauRetry",
     "RLock",
+    "ReadLock",
+    "ReadWriteLock",
     "RecipeUsageError",
     "RetriesExhaustedError",
     "RetryForever",
@@ -101,6 +109,9 @@ __all__ = [
     "RetryOneTime",
     "RetryPolicy",
     "RetryUntilElapsed",
+    "Semaphore",
+    "SemaphoreMutex",
+    "SemaphoreStatistics",
     "SessionLost",
     "SessionMovedError",
     "StateChange",
@@ -108,6 +119,7 @@ __all__ = [
     "UnsupportedFeatureError",
     "WatchEvent",
     "WatchEventType",
+    "WriteLock",
     "ZkClient",
     "ZkRecipesError",
     "ZkTimeoutError",

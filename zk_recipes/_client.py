@@ -398,7 +398,10 @@ class ZkClient:
                         "not exist (pass parents=True to create it)",
                         self._rel(full),
                     ) from None
-                self._ensure_abs(parent)
+                # A container on the way may be reaped between our exists and our
+                # create; the next round of the loop starts over.
+                with contextlib.suppress(NoNodeError):
+                    self._ensure_abs(parent)
         raise NoNodeError(f"parents of {self._rel(full)} keep vanishing", self._rel(full))
 
     def _is_namespace_root(self, full_parent: str) -> bool:

@@ -260,7 +260,7 @@ class _Mutex:
             if self._reentrant and hold.thread != threading.get_ident():
                 raise RecipeUsageError(
                     f"{self!r} is held by thread {hold.thread_name!r}; only the holding thread "
-                    "may release an RLock"
+                    f"may release a re-entrant {self._kind}"
                 )
             hold.count -= 1
             if hold.count > 0:

@@ -1,0 +1,299 @@
+"""MultiLock: all-or-nothing over several lock-like recipes (Curator's InterProcessMultiLock).
+
+Algorithm: acquire the members one after the other in a FIXED global order
+— sorted by the full server path (client namespace + path), then by the
+connect string — and release them in reverse. Curator takes them in list
+order, so two processes listing the same locks differently can deadlock;
+with one global order they cannot. The deadline covers all members: each
+gets what is left of the timeout. If a member is not acquired in time, or
+raises, the members already taken are released (in reverse) and acquire
+returns False (or re-raises): nothing stays held or queued.
+
+Znodes: none of its own; each member keeps its own layout, so a Java
+InterProcessMultiLock over the same paths excludes ours member by member.
+
+Members: any lock-like recipe of this package (Lock, RLock, both halves of
+ReadWriteLock, Semaphore, SemaphoreMutex), each at most once per path.
+
+Holding: per thread and not re-entrant (re-entry raises RecipeUsageError);
+the thread that acquired it releases it, since some members (RLock, the
+read/write halves) must be released by their holder. SUSPENDED/LOST are the
+members' business: ``is_held()`` is True only while every member is held for
+sure, and ``lost`` is set (``on_lost`` callbacks run) when any member is lost
+while the MultiLock is held. ``fencing_tokens`` maps each member's full path
+to its token; ``fencing_token`` is the largest of them, which also grows with
+every acquisition.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol
+
+from zk_recipes._client import ZkClient
+from zk_recipes._errors import LockTimeout, RecipeUsageError
+from zk_recipes._lock import _check_timeout
+
+log = logging.getLogger("zk_recipes.lock")
+
+
+class LockLike(Protocol):
+    """What a MultiLock member offers (every lock-like recipe of this package)."""
+
+    client: ZkClient
+    path: str
+    lost: threading.Event
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool: ...
+    def release(self) -> None: ...
+    def is_held(self) -> bool: ...
+    def check(self) -> None: ...
+    @property
+    def fencing_token(self) -> int: ...
+    def on_lost(self, callback: Callable[[Any], object]) -> None: ...
+
+
+MultiLostCallback = Callable[["MultiLock"], object]
+
+
+@dataclasses.dataclass(frozen=True)
+class MultiLockStatistics:
+    #: Members' full paths (namespace + path), in acquisition order.
+    paths: tuple[str, ...]
+    held: bool
+    lost: bool
+    fencing_tokens: dict[str, int]
+    holder_threads: tuple[str, ...]
+    acquisitions: int
+    timeouts: int
+
+
+# Members report a loss to every MultiLock they are part of through ONE callback
+# each, registered once: MultiLocks made per use (``with MultiLock([a, b]):`` in a
+# loop) must not pile callbacks up on long-lived locks, nor be kept alive by them.
+_watchers: weakref.WeakKeyDictionary[LockLike, weakref.WeakSet[MultiLock]] = (
+    weakref.WeakKeyDictionary()
+)
+_watchers_guard = threading.Lock()
+
+
+def _watch(member: LockLike, multi: MultiLock) -> None:
+    with _watchers_guard:
+        group = _watchers.get(member)
+        first = group is None
+        if group is None:
+            group = _watchers[member] = weakref.WeakSet()
+        group.add(multi)
+    if first:
+        member.on_lost(_dispatch_loss)
+
+
+def _dispatch_loss(member: LockLike) -> None:
+    with _watchers_guard:
+        group = list(_watchers.get(member, ()))
+    for multi in group:
+        multi._member_lost(member)
+
+
+def full_path(lock: LockLike) -> str:
+    """The member's path on the server: the client's namespace + the path."""
+    return lock.client.namespace + lock.path
+
+
+def _order_key(lock: LockLike) -> tuple[str, str]:
+    return full_path(lock), lock.client.connect_string
+
+
+class MultiLock:
+    """Hold several locks at once, or none: ``with MultiLock([a, b]):``."""
+
+    _kind = "MultiLock"
+
+    def __init__(self, locks: Iterable[LockLike]) -> None:
+        members = list(locks)
+        if not members:
+            raise ValueError("MultiLock needs at least one lock")
+        for lock in members:
+            member: object = lock
+            if isinstance(member, MultiLock):
+                raise TypeError("MultiLock members cannot be MultiLocks: pass their locks instead")
+            missing = [
+                name
+                for name in ("acquire", "release", "is_held", "on_lost", "client", "path")
+                if not hasattr(lock, name)
+            ]
+            if missing:
+                raise TypeError(
+                    f"MultiLock members must be lock-like recipes (Lock, RLock, "
+                    f"ReadWriteLock halves, Semaphore, SemaphoreMutex); {lock!r} lacks "
+                    f"{', '.join(missing)}"
+                )
+        ordered = sorted(members, key=_order_key)
+        for first, second in itertools.pairwise(ordered):
+            if _order_key(first) == _order_key(second):
+                raise ValueError(
+                    f"{first!r} and {second!r} are on the same path {full_path(first)!r}: "
+                    "a MultiLock would wait for itself; list each lock once"
+                )
+        self._locks = tuple(ordered)
+        self._guard = threading.Lock()
+        self._holders: dict[int, str] = {}
+        self.lost = threading.Event()
+        self._on_lost: list[MultiLostCallback] = []
+        self._acquisitions = 0
+        self._timeouts = 0
+        for lock in self._locks:
+            _watch(lock, self)
+
+    @property
+    def locks(self) -> tuple[LockLike, ...]:
+        """The members, in the order they are acquired."""
+        return self._locks
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        """Take every member, or none; False only if they were not all acquired in time."""
+        deadline = _check_timeout(blocking, timeout)
+        me = threading.get_ident()
+        if me in self._holders:
+            raise RecipeUsageError(
+                f"this thread already holds {self!r}: MultiLock is not re-entrant "
+                "(re-acquiring would deadlock). Release it first."
+            )
+        taken: list[LockLike] = []
+        try:
+            for lock in self._locks:
+                if not blocking:
+                    acquired = lock.acquire(blocking=False)
+                elif deadline is None:
+                    acquired = lock.acquire()
+                else:
+                    acquired = lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+                if not acquired:
+                    self._release_quietly(taken)
+                    with self._guard:
+                        self._timeouts += 1
+                    return False
+                taken.append(lock)
+        except BaseException:
+            self._release_quietly(taken)
+            raise
+        with self._guard:
+            self._holders[me] = threading.current_thread().name
+            self._acquisitions += 1
+            if not any(lock.lost.is_set() for lock in self._locks):
+                self.lost.clear()
+        return True
+
+    def release(self) -> None:
+        """Release every member, in reverse order (by the thread that acquired it)."""
+        with self._guard:
+            if self._holders.pop(threading.get_ident(), None) is None:
+                raise RecipeUsageError(
+                    f"release of {self!r}, which is not held by this thread (the thread "
+                    "that acquired a MultiLock releases it)"
+                )
+        first_error: BaseException | None = None
+        for lock in reversed(self._locks):
+            try:
+                lock.release()
+            except BaseException as exc:  # release the others all the same
+                if first_error is None:
+                    first_error = exc
+        if first_error is not None:
+            raise first_error
+
+    def __enter__(self) -> MultiLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+    @contextlib.contextmanager
+    def acquired(self, timeout: float) -> Iterator[MultiLock]:
+        """``with multi.acquired(timeout=5):`` — raises LockTimeout if not all acquired in time."""
+        if not self.acquire(timeout=timeout):
+            raise LockTimeout(f"{self!r} not acquired within {timeout:g} s")
+        try:
+            yield self
+        finally:
+            self.release()
+
+    def is_held(self) -> bool:
+        """True while this thread holds the MultiLock and every member is held for sure."""
+        return threading.get_ident() in self._holders and all(
+            lock.is_held() for lock in self._locks
+        )
+
+    def check(self) -> None:
+        """Raise LockLost if any member was lost with its session."""
+        self._require_held()
+        for lock in self._locks:
+            lock.check()
+
+    @property
+    def fencing_tokens(self) -> dict[str, int]:
+        """Each member's fencing token, by full path (namespace + path)."""
+        self._require_held()
+        return {full_path(lock): lock.fencing_token for lock in self._locks}
+
+    @property
+    def fencing_token(self) -> int:
+        """The largest member token: it grows with every acquisition of this MultiLock."""
+        return max(self.fencing_tokens.values())
+
+    def on_lost(self, callback: MultiLostCallback) -> None:
+        """Call ``callback(multilock)`` (on a listener thread) when a member is lost while held."""
+        self._on_lost.append(callback)
+
+    def statistics(self) -> MultiLockStatistics:
+        with self._guard:
+            holders = tuple(self._holders.values())
+        mine = threading.get_ident() in self._holders
+        return MultiLockStatistics(
+            paths=tuple(full_path(lock) for lock in self._locks),
+            held=self.is_held(),
+            lost=self.lost.is_set(),
+            fencing_tokens=self.fencing_tokens if mine else {},
+            holder_threads=holders,
+            acquisitions=self._acquisitions,
+            timeouts=self._timeouts,
+        )
+
+    def __repr__(self) -> str:
+        holders = list(self._holders.values())
+        state = f"held by {', '.join(map(repr, holders))}" if holders else "unlocked"
+        if holders and self.lost.is_set():
+            state += " LOST"
+        paths = ", ".join(full_path(lock) for lock in self._locks)
+        return f"<{self._kind} [{paths}] {state}>"
+
+    # -- internals -------------------------------------------------------
+    def _require_held(self) -> None:
+        if threading.get_ident() not in self._holders:
+            raise RecipeUsageError(f"{self!r} is not held by this thread")
+
+    def _release_quietly(self, taken: list[LockLike]) -> None:
+        for lock in reversed(taken):
+            try:
+                lock.release()
+            except Exception:
+                log.warning("could not release %r after a failed MultiLock acquire", lock)
+
+    def _member_lost(self, member: object) -> None:
+        if not self._holders:
+            return  # lost while held on its own, not as part of this MultiLock
+        log.warning("%r lost its member %r", self, member)
+        self.lost.set()
+        for callback in list(self._on_lost):
+            try:
+                callback(self)
+            except Exception:
+                log.exception("error in an on_lost callback of %r", self)

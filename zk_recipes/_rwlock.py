@@ -1,0 +1,346 @@
+"""ReadWriteLock: Curator's InterProcessReadWriteLock, fair to writers, with downgrade.
+
+Algorithm: readers and writers queue in ONE directory (the contender queue of
+_contenders.py), ordered by sequence number whatever their kind.
+
+- A **writer** holds the lock while it is first among all children, and waits
+  on its immediate predecessor otherwise (Curator's rule).
+- A **reader** holds it while no writer sorts before it, and otherwise waits
+  on the nearest writer before it. Curator watches the *first* writer
+  instead, so every blocked reader wakes on one node (a herd); the nearest
+  writer gives each waiter one node to watch and keeps the queue FIFO: a
+  reader behind a queued writer waits for that writer, so a stream of
+  readers cannot starve it.
+
+Znodes (Curator 5 layout, so Java InterProcessReadWriteLock halves and ours
+share one queue): ``<path>/_c_<uuid>-__READ__<seq10>`` and
+``<path>/_c_<uuid>-__WRIT__<seq10>``, EPHEMERAL_SEQUENTIAL under CONTAINER
+parents; the sort key is the text after either token. Data: owner JSON.
+
+Downgrade (CURATOR-621, as Curator 5.5 does it): the thread holding the
+write lock takes the read lock at once, with an EPHEMERAL (not sequential)
+``_c_<uuid>-__READ__<the writer's seq10>`` that sorts at the writer's place;
+releasing the write lock then leaves the read lock at the head, and a writer
+queued meanwhile stays out. Because such a node can appear *ahead* of a
+waiter, neither half takes the contender queue's head shortcut: every wake-up
+re-reads the queue. Upgrade (a reader asking for the write lock) would wait
+on its own read node forever, so it raises RecipeUsageError.
+
+Threads, as Curator: both halves are re-entrant per thread, and only the
+holding thread releases. The write half is one contender per object (other
+threads queue locally, as with RLock); the read half gives every thread its
+own node, so threads of one process share the read lock and a thread that
+asks after a queued writer waits behind it.
+
+SUSPENDED/LOST: as Lock (a hold is in doubt while SUSPENDED, lost on LOST:
+``lost`` set, ``on_lost`` callbacks, ``check()`` raising LockLost).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Iterator
+
+from zk_recipes import _paths
+from zk_recipes._client import ZkClient
+from zk_recipes._contenders import Entry, Rule, sort_key
+from zk_recipes._errors import LockTimeout, RecipeUsageError
+from zk_recipes._kazoo import CreateMode
+from zk_recipes._lock import (
+    Contender,
+    LockStatistics,
+    _check_timeout,
+    _Mutex,
+    owner_data,
+)
+
+log = logging.getLogger("zk_recipes.lock")
+
+READ_TOKEN = "__READ__"
+WRITE_TOKEN = "__WRIT__"
+_SORT_TOKENS = (READ_TOKEN, WRITE_TOKEN)
+
+
+def _read_rule(names: list[str], index: int) -> str | None:
+    """A reader's turn: no writer before it; else wait for the nearest one."""
+    for name in reversed(names[:index]):
+        if WRITE_TOKEN in name:  # Curator tests `contains` too
+            return name
+    return None
+
+
+def _holds(names: list[str]) -> list[bool]:
+    """Which queued nodes hold the lock (a downgrade's read node ties with its writer)."""
+    keys = [sort_key(name, _SORT_TOKENS) for name in names]
+    result = []
+    for name, key in zip(names, keys, strict=True):
+        if WRITE_TOKEN in name:
+            result.append(key == keys[0])
+        else:
+            result.append(
+                not any(WRITE_TOKEN in n and k < key for n, k in zip(names, keys, strict=True))
+            )
+    return result
+
+
+class WriteLock(_Mutex):
+    """The exclusive half of a ReadWriteLock (re-entrant per thread)."""
+
+    _reentrant = True
+    _token = WRITE_TOKEN
+    _sort_tokens = _SORT_TOKENS
+    _kind = "WriteLock"
+    _head_shortcut = False  # a downgrade's read node can appear ahead of us
+
+    def __init__(self, rw: ReadWriteLock) -> None:
+        super().__init__(rw.client, rw.path, identifier=rw.identifier)
+        self._rw = rw
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        _check_timeout(blocking, timeout)
+        me = threading.get_ident()
+        hold = self._hold
+        if (hold is None or hold.thread != me) and self._rw.read_lock._held_by(me):
+            raise RecipeUsageError(
+                f"this thread holds the read lock of {self._rw!r}: upgrading to the write lock "
+                "would wait for its own read node forever. Release the read lock first (or "
+                "take the write lock first and then the read lock: that downgrade is supported)."
+            )
+        return super().acquire(blocking, timeout)
+
+    def contenders(self) -> list[Contender]:
+        """Every reader and writer queued on the path, in order; holders are marked."""
+        found = super().contenders()
+        flags = _holds([_paths.name_of(c.path) for c in found])
+        return [dataclasses.replace(c, is_holder=h) for c, h in zip(found, flags, strict=True)]
+
+
+class _ReadPart(_Mutex):
+    """One thread's share of a read lock: its own node, re-entrant for that thread."""
+
+    _reentrant = True
+    _token = READ_TOKEN
+    _sort_tokens = _SORT_TOKENS
+    _kind = "ReadLock"
+    _head_shortcut = False
+
+    def __init__(self, read_lock: ReadLock) -> None:
+        rw = read_lock._rw
+        super().__init__(rw.client, rw.path, identifier=rw.identifier)
+        self._rw = rw
+        self.on_lost(read_lock._part_lost)
+
+    def _rule(self) -> Rule:
+        return _read_rule
+
+    def _take(self, deadline: float | None) -> Entry | None:
+        write = self._rw.write_lock._hold
+        if write is None or write.thread != threading.get_ident() or write.lost:
+            return super()._take(deadline)
+        # Downgrade: a read node at the writer's place in the queue.
+        sequence = write.entry.name.rsplit(WRITE_TOKEN, 1)[1]
+        created = self.client.create(
+            _paths.join(self.path, READ_TOKEN + sequence),
+            owner_data(self.identifier),
+            mode=CreateMode.EPHEMERAL,
+            protected=True,
+            parents=True,
+        )
+        return Entry(
+            created.path,
+            _paths.name_of(created.path),
+            created.stat.czxid,
+            created.stat.ephemeral_owner,
+        )
+
+
+ReadLostCallback = Callable[["ReadLock"], object]
+
+
+class ReadLock:
+    """The shared half of a ReadWriteLock: every thread holding it has its own node."""
+
+    _kind = "ReadLock"
+
+    def __init__(self, rw: ReadWriteLock) -> None:
+        self._rw = rw
+        self.client: ZkClient = rw.client
+        self.path: str = rw.path
+        self._parts: dict[int, _ReadPart] = {}
+        self._guard = threading.Lock()
+        self.lost = threading.Event()
+        self._on_lost: list[ReadLostCallback] = []
+        self._acquisitions = 0
+        self._timeouts = 0
+        self._losses = 0
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        """Take the read lock for this thread; False only if not acquired in time."""
+        _check_timeout(blocking, timeout)
+        me = threading.get_ident()
+        with self._guard:
+            part = self._parts.get(me)
+            if part is None:
+                part = self._parts[me] = _ReadPart(self)
+        try:
+            acquired = part.acquire(blocking, timeout)
+        except BaseException:
+            self._discard_if_idle(me, part)
+            raise
+        with self._guard:
+            if acquired:
+                self._acquisitions += 1
+                if not any(p._hold is not None and p._hold.lost for p in self._parts.values()):
+                    self.lost.clear()
+            else:
+                self._timeouts += 1
+        if not acquired:
+            self._discard_if_idle(me, part)
+        return acquired
+
+    def release(self) -> None:
+        """Release this thread's read lock (once per acquire)."""
+        me = threading.get_ident()
+        part = self._parts.get(me)
+        if part is None or part._hold is None:
+            raise RecipeUsageError(
+                f"release of {self!r}, which is not held by this thread (each thread "
+                "releases the read locks it took)"
+            )
+        try:
+            part.release()
+        finally:
+            self._discard_if_idle(me, part)
+
+    def __enter__(self) -> ReadLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+    @contextlib.contextmanager
+    def acquired(self, timeout: float) -> Iterator[ReadLock]:
+        """``with rw.read_lock.acquired(timeout=5):`` — raises LockTimeout if not in time."""
+        if not self.acquire(timeout=timeout):
+            raise LockTimeout(f"{self._kind} {self.path} not acquired within {timeout:g} s")
+        try:
+            yield self
+        finally:
+            self.release()
+
+    def is_held(self) -> bool:
+        """True while this thread holds the read lock for sure (not in doubt, not lost)."""
+        part = self._parts.get(threading.get_ident())
+        return part is not None and part.is_held()
+
+    def check(self) -> None:
+        """Raise LockLost if this thread's read lock was lost with the session."""
+        self._mine().check()
+
+    @property
+    def fencing_token(self) -> int:
+        """The czxid of this thread's read node."""
+        return self._mine().fencing_token
+
+    @property
+    def node(self) -> str | None:
+        """Path of this thread's read node while held."""
+        part = self._parts.get(threading.get_ident())
+        return part.node if part is not None else None
+
+    def on_lost(self, callback: ReadLostCallback) -> None:
+        """Call ``callback(read_lock)`` (on a listener thread) when a held read node is lost."""
+        self._on_lost.append(callback)
+
+    def contenders(self) -> list[Contender]:
+        """Every reader and writer queued on the path, in order; holders are marked."""
+        return self._rw.write_lock.contenders()
+
+    def statistics(self) -> LockStatistics:
+        """This thread's view (held, token, depth) with counters over all threads."""
+        part = self._parts.get(threading.get_ident())
+        mine = part.statistics() if part is not None else None
+        return LockStatistics(
+            path=self.path,
+            held=mine.held if mine else False,
+            in_doubt=mine.in_doubt if mine else False,
+            lost=mine.lost if mine else False,
+            node=mine.node if mine else None,
+            fencing_token=mine.fencing_token if mine else None,
+            holder_thread=mine.holder_thread if mine else None,
+            depth=mine.depth if mine else 0,
+            acquisitions=self._acquisitions,
+            timeouts=self._timeouts,
+            losses=self._losses,
+        )
+
+    def __repr__(self) -> str:
+        with self._guard:
+            parts = list(self._parts.values())
+        holds = [p._hold for p in parts if p._hold is not None]
+        waiting = len(parts) - len(holds)
+        if not holds:
+            state = "unlocked"
+        else:
+            state = f"held by {len(holds)} thread{'s' if len(holds) > 1 else ''}"
+            lost = sum(h.lost for h in holds)
+            if lost:
+                state += f" ({lost} LOST)"
+        if waiting:
+            state += f" waiting={waiting}"
+        return f"<{self._kind} {self.path} {state}>"
+
+    # -- internals -------------------------------------------------------
+    def _mine(self) -> _ReadPart:
+        part = self._parts.get(threading.get_ident())
+        if part is None or part._hold is None:
+            raise RecipeUsageError(f"{self!r} is not held by this thread")
+        return part
+
+    def _held_by(self, thread: int) -> bool:
+        part = self._parts.get(thread)
+        return part is not None and part._hold is not None
+
+    def _discard_if_idle(self, thread: int, part: _ReadPart) -> None:
+        with self._guard:
+            if part._hold is None and self._parts.get(thread) is part:
+                del self._parts[thread]
+
+    def _part_lost(self, _part: object) -> None:
+        with self._guard:
+            self._losses += 1
+        self.lost.set()
+        for callback in list(self._on_lost):
+            try:
+                callback(self)
+            except Exception:
+                log.exception("error in an on_lost callback of %s", self.path)
+
+
+class ReadWriteLock:
+    """A fair shared/exclusive lock: ``rw.read_lock`` and ``rw.write_lock``.
+
+    Curator's InterProcessReadWriteLock on the same path takes part in the
+    same queue. The write lock holder may take the read lock too (downgrade);
+    a reader asking for the write lock raises RecipeUsageError.
+    """
+
+    def __init__(self, client: ZkClient, path: str, *, identifier: str | None = None) -> None:
+        if not isinstance(client, ZkClient):
+            raise TypeError(f"ReadWriteLock needs a ZkClient, got {client!r}")
+        self.client = client
+        self.path = _paths.validate_writable_path(path)
+        self.identifier = identifier
+        self.read_lock = ReadLock(self)
+        self.write_lock = WriteLock(self)
+
+    def contenders(self) -> list[Contender]:
+        """Every reader and writer queued on the path, in order; holders are marked."""
+        return self.write_lock.contenders()
+
+    def __repr__(self) -> str:
+        return f"<ReadWriteLock {self.path} write={self.write_lock!r} read={self.read_lock!r}>"
