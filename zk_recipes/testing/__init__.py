@@ -16,6 +16,7 @@ extra (mirakuru). The pytest fixtures live in ``zk_recipes.testing.pytest_plugin
 
 from __future__ import annotations
 
+from zk_recipes.testing._cluster import ClusterMember, ZooKeeperCluster
 from zk_recipes.testing._faults import expire_session, expire_session_locally
 from zk_recipes.testing._install import (
     HarnessError,
@@ -25,15 +26,10 @@ from zk_recipes.testing._install import (
     clear_installation_cache,
     find_installation,
 )
+from zk_recipes.testing._process import DEFAULT_JVM_OPTIONS, four_letter_word
 from zk_recipes.testing._proxy import TcpProxy, proxied_connect_string
 from zk_recipes.testing._recorder import StateRecorder
-from zk_recipes.testing._server import (
-    DEFAULT_JVM_OPTIONS,
-    ClusterMember,
-    ZooKeeperCluster,
-    ZooKeeperServer,
-    four_letter_word,
-)
+from zk_recipes.testing._server import ZooKeeperServer
 
 __all__ = [
     "DEFAULT_JVM_OPTIONS",

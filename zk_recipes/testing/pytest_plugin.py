@@ -37,8 +37,9 @@ from typing import Any, Protocol
 import pytest
 
 from zk_recipes._client import ZkClient
+from zk_recipes.testing._cluster import ZooKeeperCluster
 from zk_recipes.testing._proxy import TcpProxy
-from zk_recipes.testing._server import ZooKeeperCluster, ZooKeeperServer
+from zk_recipes.testing._server import ZooKeeperServer
 
 #: Every test namespace lives under this path.
 TESTS_ROOT = "/zk-recipes-tests"

@@ -1,0 +1,262 @@
+"""A ZooKeeper ensemble on loopback: ``ZooKeeperCluster`` and its members.
+
+Members are full ``_ServerBase`` servers (same fault verbs: stop, kill, pause,
+resume, restart); the cluster starts them in parallel, waits for a quorum with
+exactly one leader, and finds the member a session is connected to (Curator's
+``findConnectionInstance``) with the ``cons`` four-letter word.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+
+from zk_recipes._errors import ConfigurationError
+from zk_recipes.testing._install import HarnessError, Installation, find_installation
+from zk_recipes.testing._process import (
+    DEFAULT_JVM_OPTIONS,
+    HOST,
+    _make_directory,
+    _Options,
+    _pick_ports,
+    _PortTaken,
+    _Resources,
+    four_letter_word,
+)
+from zk_recipes.testing._proxy import TcpProxy
+from zk_recipes.testing._server import (
+    ZooKeeperServer,
+    _ServerBase,
+)
+
+log = logging.getLogger("zk_recipes.testing")
+
+
+class ClusterMember(_ServerBase):
+    """One server of a ``ZooKeeperCluster``, with the same verbs as ``ZooKeeperServer``."""
+
+    def __init__(
+        self,
+        *,
+        myid: int,
+        ports: tuple[int, int, int],
+        peers: Callable[[], dict[str, str]],
+        directory: Path,
+        options: _Options,
+        installation: Installation,
+        resources: _Resources,
+    ) -> None:
+        super().__init__(
+            name=f"server.{myid}",
+            directory=directory,
+            ports=ports,
+            myid=myid,
+            peers=peers,
+            options=options,
+            installation=installation,
+            resources=resources,
+        )
+
+
+class ZooKeeperCluster:
+    """``size`` ZooKeeper servers on loopback forming one quorum (Curator's ``TestingCluster``).
+
+    Takes the same options as ``ZooKeeperServer``; ``init_limit``/``sync_limit``
+    default a little higher so a busy 2-core machine does not lose its leader.
+    """
+
+    def __init__(
+        self,
+        size: int = 3,
+        *,
+        tick_time: float = 0.2,
+        min_session_timeout: float = 0.4,
+        max_session_timeout: float = 60.0,
+        container_check_interval: float = 0.1,
+        log_level: str = "WARN",
+        extra_config: Mapping[str, str] | None = None,
+        jvm_options: tuple[str, ...] = DEFAULT_JVM_OPTIONS,
+        data_dir: str | os.PathLike[str] | None = None,
+        start_timeout: float = 30.0,
+        init_limit: int = 20,
+        sync_limit: int = 10,
+        installation: Installation | None = None,
+    ) -> None:
+        if size < 2:
+            raise ConfigurationError(
+                f"size={size}: an ensemble needs 2+ servers; use ZooKeeperServer"
+            )
+        options = _Options(
+            tick_time=tick_time,
+            min_session_timeout=min_session_timeout,
+            max_session_timeout=max_session_timeout,
+            container_check_interval=container_check_interval,
+            log_level=log_level,
+            extra_config=dict(extra_config or {}),
+            jvm_options=tuple(jvm_options),
+            start_timeout=start_timeout,
+            init_limit=init_limit,
+            sync_limit=sync_limit,
+        )
+        install = installation or find_installation()
+        directory, owned = _make_directory(data_dir)
+        self._resources = _Resources(directory if owned else None)
+        self._finalizer = weakref.finalize(self, self._resources.release)
+        self._owned = owned
+        self._started_once = False
+        ports = _pick_ports(3 * size)
+        self.servers: list[ClusterMember] = [
+            ClusterMember(
+                myid=i + 1,
+                ports=(ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]),
+                peers=self._peer_lines,
+                directory=directory / f"server-{i + 1}",
+                options=options,
+                installation=install,
+                resources=self._resources,
+            )
+            for i in range(size)
+        ]
+
+    def __repr__(self) -> str:
+        return f"<ZooKeeperCluster {self.servers!r}>"
+
+    def _peer_lines(self) -> dict[str, str]:
+        return {f"server.{m.myid}": f"{HOST}:{m.peer_port}:{m.election_port}" for m in self.servers}
+
+    @property
+    def connect_string(self) -> str:
+        return ",".join(m.connect_string for m in self.servers)
+
+    @property
+    def quorum_size(self) -> int:
+        return len(self.servers) // 2 + 1
+
+    def start(self) -> None:
+        """Start every stopped member at once (resume paused ones), then wait for a quorum."""
+        if not self._finalizer.alive:
+            raise HarnessError(f"{self!r} is closed")
+        for member in self.servers:
+            if member.is_paused:
+                member.resume()
+        for attempt in (1, 2):
+            members = [m for m in self.servers if not m.is_running]
+            try:
+                for member in members:
+                    member._spawn()
+                for member in members:
+                    member._await_ready()
+            except _PortTaken:
+                for member in members:
+                    member.kill()
+                if self._started_once or attempt == 2:
+                    raise
+                ports = _pick_ports(3 * len(self.servers))
+                for i, member in enumerate(self.servers):
+                    member._set_ports((ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]))
+                continue
+            except BaseException:
+                for member in members:
+                    member.kill()
+                raise
+            self._started_once = True
+            self.wait_for_quorum(self.servers[0]._options.start_timeout)
+            return
+
+    def stop(self) -> None:
+        """Stop every member gracefully."""
+        for member in self.servers:
+            member.stop()
+
+    def _quorum_problem(self) -> tuple[ClusterMember | None, str]:
+        live = [m for m in self.servers if m.is_running and not m.is_paused]
+        if len(live) < self.quorum_size:
+            return None, f"only {len(live)} of {len(self.servers)} servers running"
+        leaders = []
+        for member in live:
+            try:
+                mode = member.mode()
+            except HarnessError:
+                return None, f"{member!r} is not serving"
+            if mode == "leader":
+                leaders.append(member)
+        if len(leaders) != 1:
+            return None, f"{len(leaders)} leaders among {live!r}"
+        return leaders[0], ""
+
+    def wait_for_quorum(self, timeout: float = 30.0) -> ClusterMember:
+        """Wait until every running member serves and exactly one leads; return the leader."""
+        deadline = time.monotonic() + timeout
+        while True:
+            leader, problem = self._quorum_problem()
+            if leader is not None:
+                return leader
+            if time.monotonic() > deadline:
+                tails = "\n".join(
+                    f"--- {m!r} {m.log_path}:\n{m.log_tail(15)}" for m in self.servers
+                )
+                raise HarnessError(f"no quorum within {timeout} s: {problem}\n{tails}")
+            time.sleep(0.05)
+
+    def leader(self) -> ClusterMember:
+        """The member that leads right now (``HarnessError`` if none or several)."""
+        leader, problem = self._quorum_problem()
+        if leader is None:
+            raise HarnessError(f"no single leader: {problem}")
+        return leader
+
+    def followers(self) -> list[ClusterMember]:
+        leader = self.leader()
+        return [m for m in self.servers if m is not leader and m.is_running]
+
+    def server_for_session(self, session_id: int) -> ClusterMember | None:
+        """The member a client with this session id is connected to, or None."""
+        for member in self.servers:
+            if member.is_running and not member.is_paused:
+                try:
+                    if session_id in member.connected_session_ids():
+                        return member
+                except HarnessError:
+                    continue
+        return None
+
+    def proxies(self) -> list[TcpProxy]:
+        """One new ``TcpProxy`` per member (in ``servers`` order), closed with the cluster."""
+        return [member.proxy() for member in self.servers]
+
+    def close(self) -> None:
+        """Kill every member (killed when the temp dir is discarded anyway) and clean up."""
+        if not self._finalizer.alive:
+            return
+        for member in self.servers:
+            if self._owned:
+                member.kill()
+            else:
+                member.stop()
+        self._finalizer()
+
+    def __enter__(self) -> ZooKeeperCluster:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+__all__ = [
+    "DEFAULT_JVM_OPTIONS",
+    "ClusterMember",
+    "ZooKeeperCluster",
+    "ZooKeeperServer",
+    "four_letter_word",
+]
