@@ -50,12 +50,12 @@ from zk_recipes._contenders import ContenderQueue, Entry, Rule, first_in_line
 from zk_recipes._errors import (
     ConnectionLostError,
     LockLost,
-    LockTimeout,
     NoNodeError,
     RecipeUsageError,
     ZkTimeoutError,
 )
 from zk_recipes._states import ConnectionState, StateChange
+from zk_recipes._verbs import LockVerbs
 
 log = logging.getLogger("zk_recipes.lock")
 
@@ -181,7 +181,7 @@ def node_lost_by(client: ZkClient, held: HeldNode, change: StateChange) -> bool:
     return False
 
 
-class _Mutex:
+class _Mutex(LockVerbs):
     """What Lock, RLock and the read/write halves share."""
 
     _reentrant = False
@@ -273,23 +273,6 @@ class _Mutex:
             self._queue.leave(hold.entry)
         finally:
             self._gate.release()
-
-    def __enter__(self) -> _Mutex:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.release()
-
-    @contextlib.contextmanager
-    def acquired(self, timeout: float) -> Iterator[_Mutex]:
-        """``with lock.acquired(timeout=5):`` — raises LockTimeout if not acquired in time."""
-        if not self.acquire(timeout=timeout):
-            raise LockTimeout(f"{self._kind} {self.path} not acquired within {timeout:g} s")
-        try:
-            yield self
-        finally:
-            self.release()
 
     def is_held(self) -> bool:
         """True while this process holds the lock for sure (not in doubt, not lost)."""

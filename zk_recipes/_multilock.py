@@ -27,19 +27,19 @@ every acquisition.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
 import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from zk_recipes._client import ZkClient
-from zk_recipes._errors import LockTimeout, RecipeUsageError
+from zk_recipes._errors import RecipeUsageError
 from zk_recipes._lock import _check_timeout
+from zk_recipes._verbs import LockVerbs
 
 log = logging.getLogger("zk_recipes.lock")
 
@@ -111,7 +111,7 @@ def _order_key(lock: LockLike) -> tuple[str, str]:
     return full_path(lock), lock.client.connect_string
 
 
-class MultiLock:
+class MultiLock(LockVerbs):
     """Hold several locks at once, or none: ``with MultiLock([a, b]):``."""
 
     _kind = "MultiLock"
@@ -208,23 +208,6 @@ class MultiLock:
                     first_error = exc
         if first_error is not None:
             raise first_error
-
-    def __enter__(self) -> MultiLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.release()
-
-    @contextlib.contextmanager
-    def acquired(self, timeout: float) -> Iterator[MultiLock]:
-        """``with multi.acquired(timeout=5):`` — raises LockTimeout if not all acquired in time."""
-        if not self.acquire(timeout=timeout):
-            raise LockTimeout(f"{self!r} not acquired within {timeout:g} s")
-        try:
-            yield self
-        finally:
-            self.release()
 
     def is_held(self) -> bool:
         """True while this thread holds the MultiLock and every member is held for sure."""

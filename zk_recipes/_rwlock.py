@@ -38,16 +38,15 @@ SUSPENDED/LOST: as Lock (a hold is in doubt while SUSPENDED, lost on LOST:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from zk_recipes import _paths
 from zk_recipes._client import ZkClient
 from zk_recipes._contenders import Entry, Rule, sort_key
-from zk_recipes._errors import LockTimeout, RecipeUsageError
+from zk_recipes._errors import RecipeUsageError
 from zk_recipes._kazoo import CreateMode
 from zk_recipes._lock import (
     Contender,
@@ -56,6 +55,7 @@ from zk_recipes._lock import (
     _Mutex,
     owner_data,
 )
+from zk_recipes._verbs import LockVerbs
 
 log = logging.getLogger("zk_recipes.lock")
 
@@ -160,7 +160,7 @@ class _ReadPart(_Mutex):
 ReadLostCallback = Callable[["ReadLock"], object]
 
 
-class ReadLock:
+class ReadLock(LockVerbs):
     """The shared half of a ReadWriteLock: every thread holding it has its own node."""
 
     _kind = "ReadLock"
@@ -214,23 +214,6 @@ class ReadLock:
             part.release()
         finally:
             self._discard_if_idle(me, part)
-
-    def __enter__(self) -> ReadLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.release()
-
-    @contextlib.contextmanager
-    def acquired(self, timeout: float) -> Iterator[ReadLock]:
-        """``with rw.read_lock.acquired(timeout=5):`` — raises LockTimeout if not in time."""
-        if not self.acquire(timeout=timeout):
-            raise LockTimeout(f"{self._kind} {self.path} not acquired within {timeout:g} s")
-        try:
-            yield self
-        finally:
-            self.release()
 
     def is_held(self) -> bool:
         """True while this thread holds the read lock for sure (not in doubt, not lost)."""

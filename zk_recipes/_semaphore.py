@@ -40,7 +40,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from zk_recipes import _paths
 from zk_recipes._client import ZkClient
@@ -49,7 +49,6 @@ from zk_recipes._errors import (
     ClientStateError,
     ConnectionLostError,
     LockLost,
-    LockTimeout,
     NoNodeError,
     RecipeUsageError,
     SessionLost,
@@ -67,6 +66,7 @@ from zk_recipes._lock import (
     owner_data,
 )
 from zk_recipes._states import StateChange
+from zk_recipes._verbs import LockVerbs
 
 log = logging.getLogger("zk_recipes.semaphore")
 
@@ -140,7 +140,7 @@ class _Restart(Exception):
     """A lease node of ours vanished (session lost): start the acquire again."""
 
 
-class Semaphore:
+class Semaphore(LockVerbs):
     """A counting semaphore over ZooKeeper: at most ``max_leases`` holders at once."""
 
     _kind = "Semaphore"
@@ -208,23 +208,6 @@ class Semaphore:
         if lease is None:
             raise RecipeUsageError(f"release of {self!r}, which is not held (it has no lease)")
         self._delete_lease(lease, stop)
-
-    def __enter__(self) -> Semaphore:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.release()
-
-    @contextlib.contextmanager
-    def acquired(self, timeout: float) -> Iterator[Semaphore]:
-        """``with sem.acquired(timeout=5):`` — one lease, or LockTimeout if not in time."""
-        if not self.acquire(timeout=timeout):
-            raise LockTimeout(f"{self._kind} {self.path} not acquired within {timeout:g} s")
-        try:
-            yield self
-        finally:
-            self.release()
 
     def is_held(self) -> bool:
         """True while this object holds at least one lease for sure (not in doubt, not lost)."""
@@ -480,7 +463,7 @@ class Semaphore:
 MutexLostCallback = Callable[["SemaphoreMutex"], object]
 
 
-class SemaphoreMutex:
+class SemaphoreMutex(LockVerbs):
     """A non-re-entrant lock: a Semaphore with one lease (Curator's InterProcessSemaphoreMutex).
 
     Unlike Lock, which is one contender per object, threads of one process
@@ -526,23 +509,6 @@ class SemaphoreMutex:
             self._lease = None
             self._holder = None
         lease.close()
-
-    def __enter__(self) -> SemaphoreMutex:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.release()
-
-    @contextlib.contextmanager
-    def acquired(self, timeout: float) -> Iterator[SemaphoreMutex]:
-        """``with mutex.acquired(timeout=5):`` — raises LockTimeout if not acquired in time."""
-        if not self.acquire(timeout=timeout):
-            raise LockTimeout(f"{self._kind} {self.path} not acquired within {timeout:g} s")
-        try:
-            yield self
-        finally:
-            self.release()
 
     def is_held(self) -> bool:
         """True while this process holds the lock for sure (not in doubt, not lost)."""
