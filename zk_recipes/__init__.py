@@ -41,9 +41,11 @@ from zk_recipes._errors import (
     ZkRecipesError,
     ZkTimeoutError,
 )
+from zk_recipes._group import GroupMember, MembershipChange
 from zk_recipes._kazoo import CreateMode, Pending, WatchEvent, WatchEventType, ZnodeStat
 from zk_recipes._lock import Contender, Lock, LockStatistics, RLock
 from zk_recipes._multilock import MultiLock, MultiLockStatistics
+from zk_recipes._nodes import PersistentNode, PersistentNodeEvent, PersistentNodeState
 from zk_recipes._retry import (
     BoundedExponentialBackoffRetry,
     ExponentialBackoffRetry,
@@ -81,12 +83,14 @@ __all__ = [
     "CreateResult",
     "DataTooLargeError",
     "ExponentialBackoffRetry",
+    "GroupMember",
     "InvalidPathError",
     "Lease",
     "Lock",
     "LockLost",
     "LockStatistics",
     "LockTimeout",
+    "MembershipChange",
     "MultiLock",
     "MultiLockStatistics",
     "NoAuthError",
@@ -98,6 +102,9 @@ __all__ = [
     "OperationTimeoutError",
     "Pending",
     "Perms",
+    "PersistentNode",
+    "PersistentNodeEvent",
+    "PersistentNodeState",
     "PlateauRetry",
     "RLock",
     "ReadLock",
