@@ -331,6 +331,7 @@ class ZkClient:
         parents: bool = False,
         protected: bool = False,
         replace_stale: bool = False,
+        retry: bool = True,
     ) -> CreateResult:
         """Create a node and return its path and stat.
 
@@ -339,6 +340,9 @@ class ZkClient:
         whose reply was lost is found again instead of leaving an orphan.
         ``replace_stale``: for a fixed-name EPHEMERAL node still held by one of
         this client's earlier sessions, delete it and create ours.
+        ``retry=False``: one attempt, no retry on connection loss — for callers
+        (compare-and-set counters) to whom a resent create that meets its own
+        first copy as NodeExists would look like a lost race.
         """
         _paths.validate_writable_path(path)
         data = _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
@@ -375,7 +379,7 @@ class ZkClient:
                         return self._create_abs(full, data, mode, acl, ttl, parents)
                 raise
 
-        return self.retry(attempt)
+        return self.retry(attempt) if retry else attempt()
 
     def _create_abs(
         self,

@@ -30,7 +30,8 @@ exc``) so callers never need to import kazoo to handle ours.
         ├── BadVersionError
         ├── NotEmptyError
         ├── NoAuthError
-        └── NoChildrenForEphemeralsError
+        ├── NoChildrenForEphemeralsError
+        └── CorruptedValueError   a counter node's bytes are not a number (ValueError too)
 """
 
 from __future__ import annotations
@@ -132,12 +133,17 @@ class NoChildrenForEphemeralsError(NodeError):
     """Ephemeral nodes cannot have children."""
 
 
+class CorruptedValueError(NodeError, ValueError):
+    """A counter node holds fewer bytes than its number needs (Curator: "Corrupted data")."""
+
+
 __all__ = [
     "BadVersionError",
     "ClientStateError",
     "ConfigurationError",
     "ConnectTimeoutError",
     "ConnectionLostError",
+    "CorruptedValueError",
     "DataTooLargeError",
     "InvalidPathError",
     "LockLost",
