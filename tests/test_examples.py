@@ -36,3 +36,10 @@ def test_foundation_demo() -> None:
 def test_lock_example() -> None:
     out = _run("example_projects/recipes/lock_example.py")
     assert "10 writes, all accepted in token order" in out
+
+
+def test_leader_example() -> None:
+    out = _run("example_projects/recipes/leader_example.py")
+    assert "failover: scheduler-" in out
+    assert "store accepted 4 writes, none stale" in out
+    assert "6 terms taken in turn, tokens increasing: True" in out

@@ -54,6 +54,14 @@ from zk_recipes._errors import (
 )
 from zk_recipes._group import GroupMember, MembershipChange
 from zk_recipes._kazoo import CreateMode, Pending, WatchEvent, WatchEventType, ZnodeStat
+from zk_recipes._leader import (
+    CloseMode,
+    ErrorPolicy,
+    LeaderLatch,
+    LeaderLatchListener,
+    LeaderLatchStatistics,
+    Participant,
+)
 from zk_recipes._lock import Contender, Lock, LockStatistics, RLock
 from zk_recipes._multilock import MultiLock, MultiLockStatistics
 from zk_recipes._nodes import PersistentNode, PersistentNodeEvent, PersistentNodeState
@@ -70,6 +78,7 @@ from zk_recipes._retry import (
     retry,
 )
 from zk_recipes._rwlock import ReadLock, ReadWriteLock, WriteLock
+from zk_recipes._selector import LeaderSelector, LeaderSelectorStatistics, LeadershipContext
 from zk_recipes._semaphore import Lease, Semaphore, SemaphoreMutex, SemaphoreStatistics
 from zk_recipes._settings import ClientSettings, TlsOptions
 from zk_recipes._states import ConnectionState, StateChange
@@ -90,6 +99,7 @@ __all__ = [
     "BoundedExponentialBackoffRetry",
     "ClientSettings",
     "ClientStateError",
+    "CloseMode",
     "ConfigurationError",
     "ConnectTimeoutError",
     "ConnectionLostError",
@@ -100,9 +110,16 @@ __all__ = [
     "CreateResult",
     "DataTooLargeError",
     "DoubleBarrier",
+    "ErrorPolicy",
     "ExponentialBackoffRetry",
     "GroupMember",
     "InvalidPathError",
+    "LeaderLatch",
+    "LeaderLatchListener",
+    "LeaderLatchStatistics",
+    "LeaderSelector",
+    "LeaderSelectorStatistics",
+    "LeadershipContext",
     "Lease",
     "Lock",
     "LockLost",
@@ -118,6 +135,7 @@ __all__ = [
     "NodeExistsError",
     "NotEmptyError",
     "OperationTimeoutError",
+    "Participant",
     "Pending",
     "Perms",
     "PersistentNode",

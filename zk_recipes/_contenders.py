@@ -27,17 +27,19 @@ Python contenders queue in one directory:
 
 SUSPENDED: the wait goes on (requests queue until the connection is back).
 LOST: our node is gone; the next re-list notices and re-enters. A wait that
-times out or fails deletes its own node (guaranteed delete) so nobody is
-blocked by it (kazoo #732).
+times out, is cancelled (``Cancellation``, for recipes that can be closed
+while they wait, such as LeaderSelector) or fails deletes its own node
+(guaranteed delete) so nobody is blocked by it (kazoo #732).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from zk_recipes import _paths
 from zk_recipes._client import ZkClient
@@ -94,6 +96,47 @@ class _Wake:
     def __call__(self, watch_event: WatchEvent) -> None:
         self.deleted = watch_event.type is WatchEventType.DELETED
         self.event.set()
+
+
+class Cancellation:
+    """A flag that ends a queued wait at once: ``acquire`` then returns None.
+
+    Like ``client.wake_on_close``, it sets the event a wait sleeps on, so a
+    waiter gives up without polling (and keeps its place until it does).
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._set = False
+        self._events: set[threading.Event] = set()
+
+    def set(self) -> None:
+        with self._guard:
+            self._set = True
+            events = list(self._events)
+        for event in events:
+            event.set()
+
+    def clear(self) -> None:
+        with self._guard:
+            self._set = False
+
+    def is_set(self) -> bool:
+        return self._set
+
+    @contextlib.contextmanager
+    def wakes(self, event: threading.Event) -> Iterator[None]:
+        """Set ``event`` if this is (or becomes) set while the block runs."""
+        with self._guard:
+            if self._set:
+                event.set()
+            else:
+                self._events.add(event)
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._events.discard(event)
 
 
 class ContenderQueue:
@@ -155,12 +198,13 @@ class ContenderQueue:
         token: str | None = None,
         head_shortcut: bool = True,
         on_enter: Callable[[Entry], None] | None = None,
+        cancel: Cancellation | None = None,
     ) -> Entry | None:
         """Queue up and wait for our turn; None if ``deadline`` (monotonic) passed first.
 
-        On timeout or error our node is deleted. ``head_shortcut``: the rule
-        is plain FIFO, so the head's deletion alone makes the second in line
-        first (no re-read).
+        On timeout, cancellation or error our node is deleted. ``head_shortcut``:
+        the rule is plain FIFO, so the head's deletion alone makes the second
+        in line first (no re-read). ``cancel``: when set, give up as on a timeout.
         """
         entry: Entry | None = None
         try:
@@ -171,7 +215,7 @@ class ContenderQueue:
                 if entry.session_id != self.client.session_id or entry.name not in names:
                     # Our session was lost while we waited: our node is gone.
                     self._forget(entry)
-                    if _expired(deadline):
+                    if _expired(deadline, cancel):
                         return None
                     log.info("node %s was lost with its session; queueing again", entry.path)
                     entry, names = self.enter(data, token)
@@ -182,20 +226,22 @@ class ContenderQueue:
                 waiting_for = rule(names, index)
                 if waiting_for is None:
                     return entry
-                if _expired(deadline):
+                if _expired(deadline, cancel):
                     self._forget(entry)
                     return None
                 shortcut = head_shortcut and index == 1 and waiting_for == names[0]
-                deleted = self._wait_for_delete(self.node_path(waiting_for), deadline)
+                deleted = self._wait_for_delete(self.node_path(waiting_for), deadline, cancel)
                 if deleted and shortcut and entry.session_id == self.client.session_id:
                     return entry
-                names = self._relist(deadline)
+                names = self._relist(deadline, cancel)
         except BaseException:
             if entry is not None:
                 self._forget(entry)
             raise
 
-    def _wait_for_delete(self, path: str, deadline: float | None) -> bool:
+    def _wait_for_delete(
+        self, path: str, deadline: float | None, cancel: Cancellation | None = None
+    ) -> bool:
         """Wait until ``path`` is deleted (True) or something else happens (False)."""
         wake = _Wake()
         try:
@@ -204,11 +250,14 @@ class ContenderQueue:
             return True
         except (ConnectionLostError, ZkTimeoutError):
             return False
-        with self.client.wake_on_close(wake.event):
+        with (
+            self.client.wake_on_close(wake.event),
+            cancel.wakes(wake.event) if cancel is not None else contextlib.nullcontext(),
+        ):
             wake.event.wait(_remaining(deadline))
         return wake.deleted
 
-    def _relist(self, deadline: float | None) -> list[str]:
+    def _relist(self, deadline: float | None, cancel: Cancellation | None = None) -> list[str]:
         while True:
             try:
                 return self.sort(
@@ -222,8 +271,8 @@ class ContenderQueue:
                 continue
             except (ConnectionLostError, ZkTimeoutError):
                 remaining = _remaining(deadline)
-                if remaining is not None and remaining <= 0:
-                    return []  # the caller sees the deadline and gives up
+                if (remaining is not None and remaining <= 0) or (cancel and cancel.is_set()):
+                    return []  # the caller sees the deadline (or the cancellation) and gives up
                 self.client.wait_connected(min(1.0, remaining) if remaining else 1.0)
 
     def _forget(self, entry: Entry) -> None:
@@ -233,7 +282,9 @@ class ContenderQueue:
             log.warning("could not delete contender node %s", entry.path, exc_info=True)
 
 
-def _expired(deadline: float | None) -> bool:
+def _expired(deadline: float | None, cancel: Cancellation | None = None) -> bool:
+    if cancel is not None and cancel.is_set():
+        return True
     return deadline is not None and time.monotonic() >= deadline
 
 

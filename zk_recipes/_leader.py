@@ -1,0 +1,575 @@
+"""LeaderLatch: Curator's LeaderLatch, fenced, and safe across session loss.
+
+Algorithm. Every candidate keeps one node in the latch directory (the
+contender queue of _contenders.py); the first node by sequence number leads.
+A candidate that is not first watches only its immediate predecessor (a
+getData watch: one notification per change, no herd). When that predecessor
+is deleted and it was the head of the queue we saw, we lead at once, without
+reading the directory again: sequence numbers only grow, so nobody can have
+queued ahead of us. The leader watches its own node: if someone deletes it,
+the latch drops leadership and joins again at the back with a new node
+(Curator's ``reset()``). One thread per latch runs this loop; listeners run
+on a serial executor of the latch, never on kazoo's threads.
+
+Znodes (Curator 5 layout, so Java and Python candidates share one election):
+``<path>/_c_<uuid>-latch-<seq10>``, EPHEMERAL_SEQUENTIAL, protected, under
+CONTAINER parents; data = the UTF-8 identifier (``""`` gives 0 bytes).
+
+SUSPENDED and LOST (the rules of ``node_in_doubt`` / ``node_lost_by``, as
+for a held Lock):
+
+- ``ErrorPolicy.STANDARD`` (the default, Curator's): SUSPENDED drops
+  leadership at once (``not_leader``). RECONNECTED on the same session with
+  our node still first gives it back (``is_leader``, same fencing token).
+- ``ErrorPolicy.SESSION``: SUSPENDED keeps leadership; only LOST drops it.
+  The client declares LOST itself once the server has been silent for part
+  of the session timeout (simulated expiry), so a partitioned leader stops
+  before the server can expire its session and elect someone else.
+- LOST always drops leadership. On the new session the latch deletes its
+  old node and joins again with a new one.
+
+Leadership is only ever declared on a node whose ``ephemeralOwner`` (from
+the create reply) is the client's *current* session. Curator 5.4 re-reads
+the directory after a reconnect and can lead on its old node, which the
+server keeps until it expires the old session: two leaders (CURATOR-696,
+fixed in 5.7). We never do.
+
+Curator: ``org.apache.curator.framework.recipes.leader.LeaderLatch``.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import enum
+import logging
+import threading
+import time
+from typing import Protocol
+
+from zk_recipes import _paths
+from zk_recipes._client import ZkClient
+from zk_recipes._contenders import ContenderQueue, Entry
+from zk_recipes._errors import (
+    ClientStateError,
+    ConnectionLostError,
+    NoNodeError,
+    RecipeUsageError,
+    RetriesExhaustedError,
+    ZkTimeoutError,
+)
+from zk_recipes._kazoo import WatchEvent, WatchEventType
+from zk_recipes._lock import node_in_doubt, node_lost_by
+from zk_recipes._states import ConnectionState, SerialExecutor, StateChange
+
+log = logging.getLogger("zk_recipes.leader")
+
+LATCH_TOKEN = "latch-"
+#: How long ``close(NOTIFY_LEADER)`` lets the ``not_leader`` listeners run before the
+#: node is deleted (and the next candidate is elected).
+_NOTIFY_GRACE = 10.0
+#: Resets closer together than this (seconds) back off, so that a node deleted
+#: again and again cannot make us spin (CURATOR-644/645 were such storms).
+_RESET_WINDOW = 1.0
+
+
+class CloseMode(enum.Enum):
+    """What ``LeaderLatch.close()`` tells the listeners."""
+
+    #: Listeners are removed first: a leader hears nothing (Curator's default).
+    SILENT = "SILENT"
+    #: A leader's ``not_leader`` listeners run before its node is deleted.
+    NOTIFY_LEADER = "NOTIFY_LEADER"
+
+
+class ErrorPolicy(enum.Enum):
+    """Which connection states end leadership (Curator's ConnectionStateErrorPolicy)."""
+
+    #: SUSPENDED and LOST (Curator's StandardConnectionStateErrorPolicy).
+    STANDARD = "STANDARD"
+    #: LOST only (Curator's SessionConnectionStateErrorPolicy).
+    SESSION = "SESSION"
+
+
+class LeaderLatchListener(Protocol):
+    """What ``LeaderLatch.add_listener`` takes: any object with these two methods.
+
+    Subclass it to implement only one of them (the other does nothing).
+    Both run on a thread of the latch, one call at a time, in order.
+    """
+
+    def is_leader(self) -> object:
+        """This latch became the leader."""
+        return None
+
+    def not_leader(self) -> object:
+        """This latch stopped being the leader."""
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Participant:
+    """One candidate of an election, as ``participants()`` reports it."""
+
+    #: The candidate's identifier (its node's data as UTF-8; Curator's ``getId()``).
+    id: str
+    #: True for the first candidate whose node still exists (Curator's rule).
+    is_leader: bool
+    #: The candidate's node, relative to the client's namespace.
+    node: str
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaderLatchStatistics:
+    path: str
+    state: str
+    leading: bool
+    node: str | None
+    fencing_token: int | None
+    terms: int
+    resets: int
+
+
+class _State(enum.Enum):
+    LATENT = "latent"
+    STARTED = "started"
+    CLOSED = "closed"
+
+
+@dataclasses.dataclass
+class _Term:
+    """Our node while it is first in line (a HeldNode for node_in_doubt / node_lost_by)."""
+
+    entry: Entry
+    in_doubt: bool = False
+    lost: bool = False
+
+
+def read_participants(queue: ContenderQueue) -> list[Participant]:
+    """Every candidate in queue order; the first whose node still exists leads."""
+    client = queue.client
+    names = queue.participants()
+    pending = [(name, client.get_async(queue.node_path(name))) for name in names]
+    result: list[Participant] = []
+    for name, request in pending:
+        try:
+            data, _ = request.result(client.settings.connection_timeout)
+        except NoNodeError:
+            continue
+        result.append(
+            Participant(data.decode("utf-8", "replace"), not result, queue.node_path(name))
+        )
+    return result
+
+
+class LeaderLatch:
+    """Leader election where every candidate stays in line: ``LeaderLatch(client, path, id)``.
+
+    ``start()`` joins; the first candidate leads until it closes or loses its
+    session. Listen with ``add_listener``, or wait with ``await_leadership``.
+    """
+
+    def __init__(
+        self,
+        client: ZkClient,
+        path: str,
+        identifier: str = "",
+        *,
+        error_policy: ErrorPolicy = ErrorPolicy.STANDARD,
+    ) -> None:
+        if not isinstance(client, ZkClient):
+            raise TypeError(f"LeaderLatch needs a ZkClient, got {client!r}")
+        if not isinstance(identifier, str):
+            raise TypeError(f"identifier must be a str, got {identifier!r}")
+        if not isinstance(error_policy, ErrorPolicy):
+            raise TypeError(f"error_policy must be an ErrorPolicy, got {error_policy!r}")
+        self.client = client
+        self.path = _paths.validate_writable_path(path)
+        self.identifier = identifier
+        self.error_policy = error_policy
+        self._queue = ContenderQueue(client, self.path, LATCH_TOKEN)
+        self._data = identifier.encode("utf-8")
+        self._lock = threading.Lock()
+        self._state = _State.LATENT
+        self._entry: Entry | None = None
+        self._term: _Term | None = None
+        self._last_token: int | None = None
+        self._published = False
+        self._listeners: list[LeaderLatchListener] = []
+        self._executor = SerialExecutor(f"zk-recipes latch listeners {self.path}")
+        self._callback_thread: int | None = None
+        self._waiters: set[threading.Event] = set()
+        self._wake = threading.Event()
+        self._watching: str | None = None
+        self._watching_head = False
+        self._head_gone = False
+        self._recent_resets: collections.deque[float] = collections.deque(maxlen=4)
+        self._thread: threading.Thread | None = None
+        self._terms = 0
+        self._resets = 0
+
+    # -- public API ------------------------------------------------------
+    def start(self) -> LeaderLatch:
+        """Join the election (in the background; the client may still be connecting)."""
+        with self._lock:
+            if self._state is not _State.LATENT:
+                raise RecipeUsageError(
+                    f"{self!r} was already {self._state.value}: a latch starts once; "
+                    "create a new LeaderLatch to join again"
+                )
+            self.client._usable()  # fail fast when the client is closed or forked
+            self._state = _State.STARTED
+        self.client.add_listener(self._on_state)
+        self._thread = threading.Thread(
+            target=self._run, name=f"zk-recipes latch {self.path}", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def close(self, mode: CloseMode = CloseMode.SILENT) -> None:
+        """Leave the election: our node is deleted (in the background if the connection is down).
+
+        ``SILENT`` (the default) removes the listeners first; ``NOTIFY_LEADER``
+        runs a leader's ``not_leader`` listeners (up to 10 s) before its node
+        goes, so they finish before anybody else is elected. Idempotent.
+        """
+        if not isinstance(mode, CloseMode):
+            raise TypeError(f"mode must be a CloseMode, got {mode!r}")
+        with self._lock:
+            if self._state is _State.CLOSED:
+                return
+            self._state = _State.CLOSED
+            entry, self._entry = self._entry, None
+            self._term = None
+            self._watching = None
+            if mode is CloseMode.SILENT:
+                self._listeners.clear()
+        self._publish()
+        if mode is CloseMode.NOTIFY_LEADER and self._callback_thread != threading.get_ident():
+            self._executor.wait_idle(_NOTIFY_GRACE)
+        if entry is not None:
+            # First, since the next candidate waits for it. A closed client has no
+            # session left, and so no node either.
+            with contextlib.suppress(ClientStateError):
+                self._queue.leave(entry)
+        self._wake.set()
+        self._wake_waiters()
+        self.client.remove_listener(self._on_state)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(self.client.settings.connection_timeout)
+
+    def __enter__(self) -> LeaderLatch:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def has_leadership(self) -> bool:
+        """True while this latch leads for sure (see ``ErrorPolicy`` for SUSPENDED)."""
+        term = self._term
+        if term is None or term.lost or self._state is not _State.STARTED:
+            return False
+        if not self.client.is_started:
+            return False
+        if self.error_policy is ErrorPolicy.STANDARD:
+            return not node_in_doubt(self.client, term)
+        state = self.client.state
+        return (
+            term.entry.session_id == self.client.session_id
+            and state is not None
+            and state is not ConnectionState.LOST
+        )
+
+    def await_leadership(self, timeout: float | None = None) -> bool:
+        """Wait until this latch leads; False on timeout, or if the latch or client is closed."""
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
+        ):
+            raise ValueError(f"timeout must be a number of seconds >= 0 or None, got {timeout!r}")
+        if self._state is _State.LATENT:
+            raise RecipeUsageError(f"{self!r} is not started: call start() first")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        event = threading.Event()
+        with self._lock:
+            self._waiters.add(event)
+        try:
+            with self.client.wake_on_close(event):
+                while True:
+                    if self.has_leadership():
+                        return True
+                    if self._state is not _State.STARTED or not self.client.is_started:
+                        return False
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    event.wait(remaining)
+                    event.clear()
+        finally:
+            with self._lock:
+                self._waiters.discard(event)
+
+    def add_listener(self, listener: LeaderLatchListener) -> None:
+        """Call ``listener.is_leader()`` / ``not_leader()`` on each change, on a latch thread."""
+        if not callable(getattr(listener, "is_leader", None)) or not callable(
+            getattr(listener, "not_leader", None)
+        ):
+            raise TypeError(
+                f"a latch listener needs is_leader() and not_leader() methods, got {listener!r}"
+            )
+        with self._lock:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: LeaderLatchListener) -> None:
+        with self._lock, contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
+
+    def participants(self) -> list[Participant]:
+        """Every candidate in line, leader first (our own node included)."""
+        return read_participants(self._queue)
+
+    def leader(self) -> Participant | None:
+        """The current leader as ZooKeeper sees it (None when nobody is in line)."""
+        participants = self.participants()
+        return participants[0] if participants else None
+
+    @property
+    def node(self) -> str | None:
+        """Path of our node (None before it is created, and after close)."""
+        entry = self._entry
+        return entry.path if entry is not None else None
+
+    @property
+    def fencing_token(self) -> int:
+        """The czxid of the node that won our current (or, once it ended, our last) term.
+
+        Pass it to storage, which refuses any write with a lower token than it
+        has seen: a newer leader always holds a larger one.
+        """
+        term = self._term
+        if term is not None:
+            return term.entry.czxid
+        if self._last_token is None:
+            raise RecipeUsageError(f"{self!r} has never led: there is no fencing token")
+        return self._last_token
+
+    def statistics(self) -> LeaderLatchStatistics:
+        term = self._term
+        return LeaderLatchStatistics(
+            path=self.path,
+            state=self._state.value,
+            leading=self.has_leadership(),
+            node=self.node,
+            fencing_token=term.entry.czxid if term is not None else self._last_token,
+            terms=self._terms,
+            resets=self._resets,
+        )
+
+    def __repr__(self) -> str:
+        if self._state is not _State.STARTED:
+            state = self._state.value
+        elif self.has_leadership():
+            state = f"leader token={self.fencing_token}"
+        else:
+            state = "candidate"
+        ident = f" id={self.identifier!r}" if self.identifier else ""
+        return f"<LeaderLatch {self.path}{ident} {state}>"
+
+    # -- leadership and listeners ------------------------------------------
+    def _publish(self) -> None:
+        """Tell listeners and waiters when leadership changed since we last told them."""
+        with self._lock:
+            leading = self.has_leadership()
+            if leading == self._published:
+                return
+            self._published = leading
+            if leading:
+                self._terms += 1
+            listeners = list(self._listeners)
+            if listeners:
+                # Submitted under the lock, so the callbacks run in the order decided.
+                self._executor.submit(lambda: self._call_listeners(listeners, leading))
+        log.info("latch %s: %s", self.path, "leader" if leading else "not leader")
+        self._wake_waiters()
+
+    def _call_listeners(self, listeners: list[LeaderLatchListener], leading: bool) -> None:
+        self._callback_thread = threading.get_ident()
+        try:
+            for listener in listeners:
+                try:
+                    if leading:
+                        listener.is_leader()
+                    else:
+                        listener.not_leader()
+                except Exception:
+                    log.exception("error in a listener of latch %s", self.path)
+        finally:
+            self._callback_thread = None
+
+    def _wake_waiters(self) -> None:
+        with self._lock:
+            waiters = list(self._waiters)
+        for event in waiters:
+            event.set()
+
+    def _on_state(self, change: StateChange) -> None:
+        term = self._term
+        if term is not None and not term.lost and node_lost_by(self.client, term, change):
+            term.lost = True
+        self._publish()
+        self._wake.set()
+
+    def _on_predecessor(self, event: WatchEvent) -> None:
+        # kazoo's thread: be quick. When the head we waited behind is deleted we
+        # are first (sequence numbers only grow): lead now, without waiting for
+        # the loop, which then re-arms the watch on our own node.
+        entry = None
+        if event.type is WatchEventType.DELETED:
+            with self._lock:
+                if event.path == self._watching and self._watching_head:
+                    self._head_gone = True
+                    entry = self._entry
+        if entry is not None:
+            self._declare(entry)
+        self._wake.set()
+
+    def _on_own_node(self, event: WatchEvent) -> None:
+        self._wake.set()  # the loop re-reads the directory; a missing node means reset
+
+    # -- the election loop (one thread per latch) ---------------------------
+    def _run(self) -> None:
+        with self.client.wake_on_close(self._wake):
+            while True:
+                self._wake.clear()
+                if self._state is not _State.STARTED:
+                    return
+                if not self.client.is_started:  # the client was closed under us
+                    with self._lock:
+                        self._term = None
+                    self._publish()
+                    return
+                state = self.client.state
+                if state is None or not state.is_connected:
+                    self._wake.wait(1.0)
+                    continue
+                try:
+                    again = self._step()
+                except ClientStateError:
+                    continue  # closed meanwhile: the checks above end the loop
+                except (ConnectionLostError, ZkTimeoutError, RetriesExhaustedError) as exc:
+                    log.info("latch %s: %r; trying again", self.path, exc)
+                    self._wake.wait(0.05)
+                    continue
+                except Exception:
+                    log.exception("latch %s: unexpected error; trying again in 1 s", self.path)
+                    self._wake.wait(1.0)
+                    continue
+                if not again:
+                    self._wake.wait()
+
+    def _step(self) -> bool:
+        """Make sure we are in line and act on our place; True to look again at once."""
+        client = self.client
+        entry = self._entry
+        if entry is not None and entry.session_id != client.session_id:
+            self._reset(entry, f"its session {entry.session_id:#x} is gone")
+            return True
+        names: list[str] | None
+        if entry is None:
+            entry, names = self._queue.enter(self._data)
+            with self._lock:
+                closed = self._state is not _State.STARTED
+                if not closed:
+                    self._entry = entry
+                    self._watching, self._head_gone = None, False
+            if closed:
+                self._queue.leave(entry)
+                return False
+        else:
+            with self._lock:
+                shortcut = self._head_gone
+                self._head_gone = False
+            names = None if shortcut else self._queue.participants()
+        if names is None:
+            index = 0  # the head we waited behind is gone: we are first
+        elif entry.name not in names:
+            self._reset(entry, "our node is gone")
+            return True
+        else:
+            index = names.index(entry.name)
+        if index == 0:
+            return self._lead(entry)
+        assert names is not None
+        predecessor = self._queue.node_path(names[index - 1])
+        with self._lock:
+            if self._term is not None:  # someone queued ahead of us (a foreign node?)
+                self._term = None
+            self._watching, self._watching_head = predecessor, index == 1
+        self._publish()
+        try:
+            client.get_async(predecessor, watch=self._on_predecessor).result(
+                client.settings.connection_timeout
+            )
+        except NoNodeError:
+            return True  # gone already: look again
+        return False
+
+    def _declare(self, entry: Entry) -> bool:
+        """Lead on ``entry``, first in line; False when closed, replaced or of another session."""
+        client = self.client
+        with self._lock:
+            if self._state is not _State.STARTED or self._entry is not entry:
+                return False
+            state = client.state
+            if (
+                entry.session_id != client.session_id
+                or state is None
+                or state is ConnectionState.LOST
+            ):
+                return False
+            if self._term is None or self._term.entry is not entry:
+                # Created while disconnected, the term is in doubt until the
+                # reconnect shows our node is still there (node_lost_by).
+                self._term = _Term(entry, in_doubt=not state.is_connected)
+                self._last_token = entry.czxid
+            self._watching = None
+        self._publish()
+        return True
+
+    def _lead(self, entry: Entry) -> bool:
+        client = self.client
+        if not self._declare(entry):
+            # Closed or replaced: the loop ends or moves on. Other session, or
+            # LOST: the next step resets or waits for the connection.
+            return self._state is _State.STARTED and self._entry is entry
+        # Watch our node while we lead: deleted by someone means we no longer do.
+        try:
+            _, stat = client.get_async(entry.path, watch=self._on_own_node).result(
+                client.settings.connection_timeout
+            )
+        except NoNodeError:
+            self._reset(entry, "our node is gone")
+            return True
+        if stat.ephemeral_owner != client.session_id:
+            self._reset(entry, f"our node belongs to session {stat.ephemeral_owner:#x}")
+            return True
+        return False
+
+    def _reset(self, entry: Entry, why: str) -> None:
+        """Drop leadership, delete our node, and join again with a new one (Curator's reset)."""
+        log.info("latch %s: %s; joining again with a new node", self.path, why)
+        with self._lock:
+            if self._entry is entry:
+                self._entry = None
+            if self._term is not None and self._term.entry is entry:
+                self._term = None
+            self._watching, self._head_gone = None, False
+            self._resets += 1
+        self._publish()
+        self._queue.leave(entry)
+        now = time.monotonic()
+        recent = self._recent_resets
+        recent.append(now)
+        if len(recent) == recent.maxlen and now - recent[0] < _RESET_WINDOW:
+            self._wake.wait(_RESET_WINDOW / 4)
