@@ -65,6 +65,7 @@ from typing import TypeVar
 
 from zk_recipes import _paths
 from zk_recipes._client import ZkClient
+from zk_recipes._deadline import expired, remaining, wait_deadline
 from zk_recipes._errors import (
     BadVersionError,
     ClientStateError,
@@ -82,25 +83,6 @@ log = logging.getLogger("zk_recipes.barrier")
 T = TypeVar("T")
 
 READY_NODE = "ready"
-
-
-def check_timeout(timeout: float | None) -> float | None:
-    """Validate a wait's timeout; return the monotonic deadline (None: wait forever)."""
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError(f"timeout must be a number of seconds or None, got {timeout!r}")
-    if not timeout >= 0:
-        raise ValueError(f"timeout must be >= 0 (or None to wait forever), got {timeout!r}")
-    return time.monotonic() + timeout
-
-
-def _remaining(deadline: float | None) -> float | None:
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-
-def _expired(deadline: float | None) -> bool:
-    return deadline is not None and time.monotonic() >= deadline
 
 
 #: The least time given to the first try of a request, however close the deadline.
@@ -131,10 +113,10 @@ def _request(client: ZkClient, deadline: float | None, send: Callable[[float], T
         try:
             return send(limit)
         except (ConnectionLostError, ZkTimeoutError):
-            remaining = _remaining(deadline)
-            if remaining is not None and remaining <= 0:
+            after = remaining(deadline)
+            if after is not None and after <= 0:
                 raise _Expired from None
-            client.wait_connected(min(1.0, remaining) if remaining is not None else 1.0)
+            client.wait_connected(min(1.0, after) if after is not None else 1.0)
 
 
 def _check_data(data: object) -> bytes:
@@ -182,7 +164,7 @@ class Barrier:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the barrier is down; False if it was still up after ``timeout`` s."""
-        deadline = check_timeout(timeout)
+        deadline = wait_deadline(timeout)
         self.client._usable()  # fail fast when the client is closed or forked
         while True:
             changed = threading.Event()
@@ -195,7 +177,7 @@ class Barrier:
                 return True
             # Deleted, changed, or kazoo's NONE after a disconnect: look again.
             with self.client.wake_on_close(changed):
-                if not changed.wait(_remaining(deadline)):
+                if not changed.wait(remaining(deadline)):
                     return False
 
     def __repr__(self) -> str:
@@ -237,7 +219,7 @@ class DoubleBarrier:
     # -- public API ------------------------------------------------------
     def enter(self, timeout: float | None = None) -> bool:
         """Wait until ``member_qty`` members are there; False (and our node gone) on timeout."""
-        deadline = check_timeout(timeout)
+        deadline = wait_deadline(timeout)
         self._begin(_IDLE, _ENTERING, "enter() while already entered; call leave() first")
         try:
             entered = self._enter(deadline)
@@ -263,7 +245,7 @@ class DoubleBarrier:
         Either way our member node is gone afterwards and the instance can
         ``enter`` again.
         """
-        deadline = check_timeout(timeout)
+        deadline = wait_deadline(timeout)
         self._begin(_INSIDE, _LEAVING, "leave() without a successful enter()")
         try:
             done = self._leave(deadline)
@@ -385,10 +367,10 @@ class DoubleBarrier:
             if count >= self.member_qty:
                 self._raise_ready(ready)
                 continue  # the next look sees the new 'ready'
-            if _expired(deadline):
+            if expired(deadline):
                 return False
             with self.client.wake_on_close(changed):
-                changed.wait(_remaining(deadline))
+                changed.wait(remaining(deadline))
 
     def _list(self, limit: float, watch: Callable[[WatchEvent], None] | None = None) -> list[str]:
         try:
@@ -467,10 +449,10 @@ class DoubleBarrier:
                 own_gone = True
             if stat is None or stat.czxid != self._round[target]:
                 continue
-            if _expired(deadline):
+            if expired(deadline):
                 return False
             with self.client.wake_on_close(changed):
-                changed.wait(_remaining(deadline))
+                changed.wait(remaining(deadline))
 
     def _delete_own(self) -> None:
         try:

@@ -38,11 +38,11 @@ import contextlib
 import dataclasses
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 
 from zk_recipes import _paths
 from zk_recipes._client import ZkClient
+from zk_recipes._deadline import expired, remaining, request_timeout
 from zk_recipes._errors import (
     ConnectionLostError,
     NoNodeError,
@@ -245,7 +245,9 @@ class ContenderQueue:
         """Wait until ``path`` is deleted (True) or something else happens (False)."""
         wake = _Wake()
         try:
-            self.client.get_async(path, watch=wake).result(_request_timeout(self.client, deadline))
+            self.client.get_async(path, watch=wake).result(
+                request_timeout(self.client.settings.connection_timeout, deadline)
+            )
         except NoNodeError:
             return True
         except (ConnectionLostError, ZkTimeoutError):
@@ -254,7 +256,7 @@ class ContenderQueue:
             self.client.wake_on_close(wake.event),
             cancel.wakes(wake.event) if cancel is not None else contextlib.nullcontext(),
         ):
-            wake.event.wait(_remaining(deadline))
+            wake.event.wait(remaining(deadline))
         return wake.deleted
 
     def _relist(self, deadline: float | None, cancel: Cancellation | None = None) -> list[str]:
@@ -262,7 +264,7 @@ class ContenderQueue:
             try:
                 return self.sort(
                     self.client.get_children_async(self.path).result(
-                        _request_timeout(self.client, deadline)
+                        request_timeout(self.client.settings.connection_timeout, deadline)
                     )
                 )
             except NoNodeError:
@@ -270,10 +272,10 @@ class ContenderQueue:
             except SessionLost:
                 continue
             except (ConnectionLostError, ZkTimeoutError):
-                remaining = _remaining(deadline)
-                if (remaining is not None and remaining <= 0) or (cancel and cancel.is_set()):
+                left = remaining(deadline)
+                if (left is not None and left <= 0) or (cancel and cancel.is_set()):
                     return []  # the caller sees the deadline (or the cancellation) and gives up
-                self.client.wait_connected(min(1.0, remaining) if remaining else 1.0)
+                self.client.wait_connected(min(1.0, left) if left else 1.0)
 
     def _forget(self, entry: Entry) -> None:
         try:
@@ -283,17 +285,4 @@ class ContenderQueue:
 
 
 def _expired(deadline: float | None, cancel: Cancellation | None = None) -> bool:
-    if cancel is not None and cancel.is_set():
-        return True
-    return deadline is not None and time.monotonic() >= deadline
-
-
-def _remaining(deadline: float | None) -> float | None:
-    return None if deadline is None else deadline - time.monotonic()
-
-
-def _request_timeout(client: ZkClient, deadline: float | None) -> float:
-    limit = client.settings.connection_timeout
-    if deadline is None:
-        return limit
-    return max(0.001, min(limit, deadline - time.monotonic()))
+    return (cancel is not None and cancel.is_set()) or expired(deadline)

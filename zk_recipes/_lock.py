@@ -47,6 +47,7 @@ from typing import Any, Protocol
 from zk_recipes import _paths
 from zk_recipes._client import ZkClient
 from zk_recipes._contenders import ContenderQueue, Entry, Rule, first_in_line
+from zk_recipes._deadline import acquire_deadline
 from zk_recipes._errors import (
     ConnectionLostError,
     LockLost,
@@ -120,22 +121,6 @@ def _parse_owner(data: bytes) -> dict[str, Any]:
     except ValueError:
         parsed = None
     return parsed if isinstance(parsed, dict) else {}
-
-
-def _check_timeout(blocking: bool, timeout: float | None) -> float | None:
-    """Validate ``acquire``'s arguments the way threading.Lock does; return a deadline."""
-    if timeout is not None:
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-            raise TypeError(f"timeout must be a number of seconds or None, got {timeout!r}")
-        if timeout < 0 and timeout != -1:
-            raise ValueError(f"timeout must be >= 0 (or None to wait forever), got {timeout!r}")
-        if timeout == -1:
-            timeout = None
-    if not blocking:
-        if timeout is not None:
-            raise ValueError("can't specify a timeout for a non-blocking acquire")
-        return time.monotonic()
-    return None if timeout is None else time.monotonic() + timeout
 
 
 class HeldNode(Protocol):
@@ -215,7 +200,7 @@ class _Mutex(LockVerbs):
     # -- public API ------------------------------------------------------
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         """Take the lock; False only if it was not acquired in time (or at once, non-blocking)."""
-        deadline = _check_timeout(blocking, timeout)
+        deadline = acquire_deadline(blocking, timeout)
         me = threading.get_ident()
         hold = self._hold
         if hold is not None and hold.thread == me:

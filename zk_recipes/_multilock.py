@@ -37,8 +37,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from zk_recipes._client import ZkClient
+from zk_recipes._deadline import acquire_deadline
 from zk_recipes._errors import RecipeUsageError
-from zk_recipes._lock import _check_timeout
 from zk_recipes._verbs import LockVerbs
 
 log = logging.getLogger("zk_recipes.lock")
@@ -159,7 +159,7 @@ class MultiLock(LockVerbs):
 
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         """Take every member, or none; False only if they were not all acquired in time."""
-        deadline = _check_timeout(blocking, timeout)
+        deadline = acquire_deadline(blocking, timeout)
         me = threading.get_ident()
         if me in self._holders:
             raise RecipeUsageError(

@@ -46,12 +46,12 @@ from collections.abc import Callable
 from zk_recipes import _paths
 from zk_recipes._client import ZkClient
 from zk_recipes._contenders import Entry, Rule, sort_key
+from zk_recipes._deadline import acquire_deadline
 from zk_recipes._errors import RecipeUsageError
 from zk_recipes._kazoo import CreateMode
 from zk_recipes._lock import (
     Contender,
     LockStatistics,
-    _check_timeout,
     _Mutex,
     owner_data,
 )
@@ -100,7 +100,7 @@ class WriteLock(_Mutex):
         self._rw = rw
 
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        _check_timeout(blocking, timeout)
+        acquire_deadline(blocking, timeout)
         me = threading.get_ident()
         hold = self._hold
         if (hold is None or hold.thread != me) and self._rw.read_lock._held_by(me):
@@ -179,7 +179,7 @@ class ReadLock(LockVerbs):
 
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         """Take the read lock for this thread; False only if not acquired in time."""
-        _check_timeout(blocking, timeout)
+        acquire_deadline(blocking, timeout)
         me = threading.get_ident()
         with self._guard:
             part = self._parts.get(me)

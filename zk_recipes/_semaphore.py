@@ -44,7 +44,8 @@ from collections.abc import Callable
 
 from zk_recipes import _paths
 from zk_recipes._client import ZkClient
-from zk_recipes._contenders import ContenderQueue, Entry, _request_timeout
+from zk_recipes._contenders import ContenderQueue, Entry
+from zk_recipes._deadline import acquire_deadline, request_timeout
 from zk_recipes._errors import (
     ClientStateError,
     ConnectionLostError,
@@ -59,7 +60,6 @@ from zk_recipes._lock import (
     Contender,
     Lock,
     LockStatistics,
-    _check_timeout,
     _parse_owner,
     node_in_doubt,
     node_lost_by,
@@ -178,14 +178,14 @@ class Semaphore(LockVerbs):
     # -- public API ------------------------------------------------------
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         """Take one lease; False only if not acquired in time (or at once, non-blocking)."""
-        deadline = _check_timeout(blocking, timeout)
+        deadline = acquire_deadline(blocking, timeout)
         return bool(self._acquire(1, deadline, threading.get_ident()))
 
     def acquire_leases(
         self, count: int = 1, *, blocking: bool = True, timeout: float | None = None
     ) -> list[Lease]:
         """Take ``count`` leases at once (all or none); an empty list if not in time."""
-        deadline = _check_timeout(blocking, timeout)
+        deadline = acquire_deadline(blocking, timeout)
         if isinstance(count, bool) or not isinstance(count, int):
             raise TypeError(f"count must be an int, got {count!r}")
         if not 1 <= count <= self.max_leases:
@@ -386,7 +386,7 @@ class Semaphore(LockVerbs):
         while True:
             try:
                 return self.client.get_children_async(self._leases.path, watch=wake).result(
-                    _request_timeout(self.client, deadline)
+                    request_timeout(self.client.settings.connection_timeout, deadline)
                 )
             except (NoNodeError, SessionLost):
                 raise _Restart from None  # our nodes (and their container) are gone
@@ -484,7 +484,7 @@ class SemaphoreMutex(LockVerbs):
 
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         """Take the lock; False only if it was not acquired in time (or at once, non-blocking)."""
-        _check_timeout(blocking, timeout)
+        acquire_deadline(blocking, timeout)
         holder = self._holder
         if self._lease is not None and holder is not None and holder[0] == threading.get_ident():
             raise RecipeUsageError(

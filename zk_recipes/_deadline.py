@@ -1,0 +1,51 @@
+"""Deadlines: every wait in zk-recipes is bounded by one monotonic deadline.
+
+A timeout becomes a deadline once, when the call starts, so it covers the
+whole operation however often the thing waited for changes (kazoo restarts a
+lock's timeout at every new predecessor: 2 s became 3.5 s). ``None`` means
+wait forever.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def _checked(timeout: object) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds or None, got {timeout!r}")
+    if not timeout >= 0:
+        raise ValueError(f"timeout must be >= 0 (or None to wait forever), got {timeout!r}")
+    return float(timeout)
+
+
+def wait_deadline(timeout: float | None) -> float | None:
+    """Validate a wait's ``timeout`` (seconds or None) and return its deadline."""
+    return None if timeout is None else time.monotonic() + _checked(timeout)
+
+
+def acquire_deadline(blocking: bool, timeout: float | None) -> float | None:
+    """``acquire(blocking, timeout)`` arguments checked as ``threading.Lock`` does them."""
+    if timeout == -1 and not isinstance(timeout, bool):
+        timeout = None  # threading's spelling of "forever"
+    if not blocking:
+        if timeout is not None:
+            raise ValueError("can't specify a timeout for a non-blocking acquire")
+        return time.monotonic()
+    return wait_deadline(timeout)
+
+
+def remaining(deadline: float | None) -> float | None:
+    """Seconds left (never negative), or None for no deadline."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def expired(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
+
+
+def request_timeout(limit: float, deadline: float | None) -> float:
+    """How long one request may take: its own ``limit``, cut to the deadline."""
+    if deadline is None:
+        return limit
+    return max(0.001, min(limit, deadline - time.monotonic()))
