@@ -1,7 +1,7 @@
 """Lock benchmark: the raw ZooKeeper floor, kazoo's Lock and ours, side by side in one run.
 
     python benchmarks/locks.py [--quick] [--out FILE] [--hosts HOST:PORT]
-                               [--sections uncontended,contended,watch]
+                               [--sections uncontended,handoff,contended,watch]
 
 Prints one JSON document on stdout (progress on stderr). See benchmarks/README.md
 for what each figure means. Sections:
@@ -66,7 +66,7 @@ from kazoo.exceptions import LockTimeout as KazooLockTimeout
 import zk_recipes
 from zk_recipes import Lock, ZkClient
 
-SECTIONS = ("uncontended", "contended", "watch")
+SECTIONS = ("uncontended", "handoff", "contended", "watch")
 IMPLS = ("kazoo_lock", "ours")
 #: ZooKeeper's real standalone mode: the harness's default quorum of one (ZooKeeper 3.8.0)
 #: now and then holds a write until the client's next packet, i.e. for a whole ping
@@ -88,12 +88,13 @@ class Settings:
     settle_s: float
     quiet_s: float
     session_timeout_s: float
+    handoffs: int
 
     @classmethod
     def make(cls, quick: bool) -> Settings:
         if quick:
-            return cls(300, 50, 5, (2, 8), 2.0, (1, 10, 100), 50, 0.3, 0.5, 10.0)
-        return cls(2000, 200, 5, (2, 8, 32), 5.0, (1, 10, 100, 1000), 50, 0.5, 2.0, 10.0)
+            return cls(300, 50, 5, (2, 8), 2.0, (1, 10, 100), 50, 0.3, 0.5, 10.0, 100)
+        return cls(2000, 200, 5, (2, 8, 32), 5.0, (1, 10, 100, 1000), 50, 0.5, 2.0, 10.0, 500)
 
 
 class LockLike(Protocol):
@@ -152,6 +153,68 @@ def acquire_bounded(lock: LockLike, timeout: float) -> bool:
         return lock.acquire(timeout=timeout)
     except KazooLockTimeout:  # kazoo signals a timeout either way
         return False
+
+
+# -- hand-off -------------------------------------------------------------------------------
+
+
+def _handoff_samples(impl: str, target: Target, s: Settings, count: int) -> list[int]:
+    """``count`` hand-offs: a waiter already second in line, the holder releases.
+
+    Each sample runs from the holder's ``release()`` call to the waiter's
+    ``acquire()`` returning, both in this process (two clients, two
+    sessions), so nothing else is mixed in: no re-queueing holder, no process
+    switch, no third contender.
+    """
+    namespace, path = lock_location(target.root, impl, "/handoff")
+    samples: list[int] = []
+    with (
+        open_client(impl, target.hosts, namespace, s.session_timeout_s) as holder_client,
+        open_client(impl, target.hosts, namespace, s.session_timeout_s) as waiter_client,
+    ):
+        holder = make_lock(impl, holder_client, path)
+        waiter = make_lock(impl, waiter_client, path)
+        for _ in range(count):
+            holder.acquire()
+            acquired_ns: list[int] = []
+
+            def wait_turn(done: list[int] = acquired_ns) -> None:
+                waiter.acquire()
+                done.append(time.perf_counter_ns())
+
+            thread = threading.Thread(target=wait_turn)
+            thread.start()
+            time.sleep(0.003)  # let the waiter queue up and arm its watch
+            released_ns = time.perf_counter_ns()
+            holder.release()
+            thread.join(30)
+            samples.append(acquired_ns[0] - released_ns)
+            waiter.release()
+    return samples
+
+
+def run_handoff(target: Target, s: Settings) -> dict[str, Any]:
+    per_round = max(1, s.handoffs // s.rounds)
+    samples: dict[str, list[int]] = {"kazoo_lock": [], "ours": []}
+    round_p50: dict[str, list[float]] = {"kazoo_lock": [], "ours": []}
+    for index, order in rotating_rounds(list(samples), s.rounds):
+        for impl in order:
+            progress(f"handoff: round {index + 1}/{s.rounds}, {impl}")
+            got = _handoff_samples(impl, target, s, per_round)
+            samples[impl] += got
+            round_p50[impl].append(median([x / 1e6 for x in got]))
+    result: dict[str, Any] = {
+        impl: {**latency_summary(values), "round_p50_ms": [round(x, 4) for x in round_p50[impl]]}
+        for impl, values in samples.items()
+    }
+    result["ratios"] = {
+        "ours_over_kazoo_lock_p50": ratio(result["ours"]["p50_ms"], result["kazoo_lock"]["p50_ms"]),
+        "ours_over_kazoo_lock_p99": ratio(result["ours"]["p99_ms"], result["kazoo_lock"]["p99_ms"]),
+        "paired_median_ours_over_kazoo_lock_p50": ratio(
+            median(round_p50["ours"]), median(round_p50["kazoo_lock"])
+        ),
+    }
+    return result
 
 
 # -- uncontended ----------------------------------------------------------------------------
@@ -614,6 +677,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     doc: dict[str, Any] = {
         "meta": {},
         "uncontended": None,
+        "handoff": None,
         "contended": None,
         "watch_notifications": None,
         "watch_details": None,
@@ -632,6 +696,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 try:
                     if section == "uncontended":
                         doc["uncontended"] = run_uncontended(target, s, lambda: admin_pings.value)
+                    elif section == "handoff":
+                        doc["handoff"] = run_handoff(target, s)
                     elif section == "contended":
                         doc["contended"] = run_contended(target, s, lambda: admin_pings.value)
                     else:
