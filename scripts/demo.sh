@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
-# The demo: a throwaway real ZooKeeper and zk-recipes working against it.
+# The demo: throwaway real ZooKeeper servers and zk-recipes working against them:
+# the client living through faults, then locks, then leader election.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/bootstrap.sh"
 cd "$ROOT"
-exec .venv/bin/python example_projects/foundation_demo.py "$@"
+echo "== 1. The client: states, simulated expiry, protected create, guaranteed delete"
+.venv/bin/python example_projects/foundation_demo.py
+echo
+echo "== 2. Locks: two workers take turns and write to a store that refuses stale tokens"
+.venv/bin/python example_projects/recipes/lock_example.py
+echo
+echo "== 3. Leader election: three schedulers, one leader, failover; a selector's terms"
+.venv/bin/python example_projects/recipes/leader_example.py
