@@ -15,17 +15,10 @@ from zk_recipes._acl import (
     Perms,
     digest_acl,
 )
+from zk_recipes._atomic import AtomicInt, AtomicLong, AtomicStats, AtomicValue, PromotedToLock
 from zk_recipes._barrier import Barrier, DoubleBarrier
 from zk_recipes._client import CreateResult, ZkClient
-from zk_recipes._counter import (
-    AtomicInt,
-    AtomicLong,
-    AtomicStats,
-    AtomicValue,
-    PromotedToLock,
-    SharedCount,
-    VersionedValue,
-)
+from zk_recipes._counter import SharedCount, VersionedValue
 from zk_recipes._errors import (
     BadVersionError,
     ClientStateError,
