@@ -134,7 +134,7 @@ def test_created_at_start_then_deleted_for_good_on_close(
     assert node.state is PersistentNodeState.CLOSED
     assert not node_workers("/pn/a")
     recreated = change_event(other, "/pn/a")
-    assert watched.is_set()
+    assert watched.wait(5)  # the other client's watch fires on its own thread
     assert not recreated.wait(0.5), "re-created after close()"
     node.close()  # idempotent
     with pytest.raises(RecipeUsageError, match="closed"):

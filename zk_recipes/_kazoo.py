@@ -168,13 +168,24 @@ _TRANSLATIONS: tuple[tuple[type[BaseException], type[errors.ZkRecipesError]], ..
 )
 
 
+_HINTS: dict[type[errors.ZkRecipesError], str] = {
+    errors.NoAuthError: (
+        ": check the client's auth= / sasl= credentials against the node's ACL "
+        "(or the default_acl the node was created with)"
+    ),
+    errors.NoChildrenForEphemeralsError: (
+        ": a parent of this path is an EPHEMERAL node; recipe directories need "
+        "persistent (or container) parents, so pick a path outside ephemeral nodes"
+    ),
+}
+
+
 def translate(exc: BaseException, path: str | None = None) -> errors.ZkRecipesError:
     """The zk_recipes error for a kazoo (or handler) exception."""
     for kz_type, ours in _TRANSLATIONS:
         if isinstance(exc, kz_type):
-            if issubclass(ours, errors.NodeError):
-                return ours(f"{ours.__doc__ or ours.__name__} ({path})", path)
-            return ours(str(exc))
+            hint = _HINTS.get(ours, "")
+            return ours(f"{ours.__doc__ or ours.__name__} ({path}){hint}", path)
     if isinstance(exc, kz_exc.SessionExpiredError):
         return errors.SessionLost("the ZooKeeper session expired")
     if isinstance(exc, (kz_exc.OperationTimeoutError, KazooTimeoutError)):

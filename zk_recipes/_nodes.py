@@ -192,6 +192,8 @@ class PersistentNode:
         protected: bool = False,
         ttl: float | None = None,
     ) -> None:
+        if not isinstance(client, ZkClient):
+            raise TypeError(f"PersistentNode needs a ZkClient, got {client!r}")
         self.client = client
         self.path = _paths.validate_writable_path(path)
         if not isinstance(mode, CreateMode):

@@ -36,6 +36,15 @@ class TlsOptions:
 def parse_hosts(hosts: object) -> tuple[tuple[str, int], ...]:
     """Parse a connect string into (host, port) pairs; raise ConfigurationError if malformed."""
     if isinstance(hosts, str):
+        if "://" in hosts:
+            raise ConfigurationError(
+                f"hosts {hosts!r} looks like a URL; give host:port pairs, {_HOSTS_HELP}"
+            )
+        if ";" in hosts:
+            raise ConfigurationError(
+                f"hosts {hosts!r} uses ';' between servers; separate them with commas, "
+                f"{_HOSTS_HELP}"
+            )
         entries = hosts.split(",")
     elif isinstance(hosts, Sequence) and all(isinstance(h, str) for h in hosts):
         entries = list(hosts)
