@@ -23,6 +23,7 @@ import pytest
 from zk_recipes import (
     CREATOR_ALL_ACL,
     Acl,
+    ConfigurationError,
     ConnectTimeoutError,
     Lock,
     NoAuthError,
@@ -147,6 +148,18 @@ def test_sasl_digest_md5_client_uses_a_lock_others_cannot_touch(
     with Lock(twin, "/locks/job").acquired(timeout=5):
         pass
     assert _ephemerals(app, "/") == []
+
+
+def test_sasl_with_a_wrong_password_fails_at_start_with_a_clear_error(
+    sasl_server: ZooKeeperServer,
+) -> None:
+    wrong = {**SASL_APP, "password": "not-the-secret"}
+    client = ZkClient(sasl_server.connect_string, sasl=wrong, connection_timeout=5.0)
+    started = time.monotonic()
+    with pytest.raises(ConfigurationError, match=r"did not accept the client's SASL DIGEST-MD5"):
+        client.start()
+    assert time.monotonic() - started < 6
+    client.close()
 
 
 # ---------------------------------------------------------------- TLS

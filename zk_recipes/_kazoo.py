@@ -345,6 +345,29 @@ class KazooConnection:
         except kz_exc.KazooException as exc:
             self.stop()
             raise translate(exc) from exc
+        if self._settings.sasl:
+            self._check_sasl(timeout)
+
+    def _check_sasl(self, timeout: float) -> None:
+        """kazoo reports CONNECTED before its SASL handshake ends; a rejected one
+        then surfaces as an expired session at the first request. One round trip
+        at start turns that into the configuration error it is."""
+        try:
+            self._kz.exists_async("/").get(timeout=timeout)
+        except (kz_exc.SessionExpiredError, kz_exc.AuthFailedError, kz_exc.ConnectionLoss) as exc:
+            self.stop()
+            mechanism = self._settings.sasl.get("mechanism") if self._settings.sasl else None
+            raise errors.ConfigurationError(
+                f"ZooKeeper did not accept the client's SASL {mechanism} credentials "
+                f"(the session ended during authentication: {type(exc).__name__}). Check "
+                "the sasl= username/password (or principal) against the server's JAAS "
+                "configuration."
+            ) from exc
+        except KazooTimeoutError as exc:
+            self.stop()
+            raise errors.ConnectTimeoutError(
+                f"SASL authentication with ZooKeeper did not finish within {timeout:g} s"
+            ) from exc
 
     def stop(self) -> None:
         """Close the session (the server deletes its ephemeral nodes at once) and free resources."""
