@@ -251,6 +251,20 @@ def _kazoo_acl(acl: Sequence[Acl]) -> list[Any]:
     return [ACL(int(a.perms), Id(a.scheme, a.id)) for a in acl]
 
 
+class _RecordingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """kazoo's logger, remembering the last warning about its connection."""
+
+    message = ""
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        if level >= logging.WARNING:
+            with contextlib.suppress(Exception):
+                text = str(msg) % args if args else str(msg)
+                if not text.startswith(("Failed connecting to Zookeeper", "Transition to")):
+                    self.message = text[:300]  # not kazoo's own farewell on stop()
+        super().log(level, msg, *args, **kwargs)
+
+
 #: kazoo's raw state hook: (kind, session_id) with kind one of
 #: CONNECTED, READ_ONLY, SUSPENDED, EXPIRED, CLOSED, AUTH_FAILED.
 RawStateHook = Callable[[str, int], None]
@@ -282,7 +296,11 @@ class KazooConnection:
                 verify_certs=tls.verify_certs,
                 check_hostname=tls.check_hostname,
             )
-        self._kz: Any = KazooClient(**self._kz_kwargs)
+        # kazoo logs why each connection attempt failed (refused, TLS handshake,
+        # ...) and tells callers only "timed out"; keep the last reason so
+        # ConnectTimeoutError can say it.
+        self._last_problem = _RecordingLogger(logging.getLogger("kazoo.client"))
+        self._kz: Any = KazooClient(**self._kz_kwargs, logger=self._last_problem)
         self._acl = _kazoo_acl(settings.default_acl or OPEN_ACL_UNSAFE)
         self.last_reply = time.monotonic()
         self.negotiated_timeout: float | None = None
@@ -334,13 +352,15 @@ class KazooConnection:
         try:
             self._kz.start(timeout=timeout)
         except KazooTimeoutError as exc:
+            seen = self._last_problem.message  # before stop() logs its own farewell
             self.stop()
             hosts = self._settings.hosts
             raise errors.ConnectTimeoutError(
-                f"could not connect to ZooKeeper at {hosts} within {timeout:g} s. Check that "
-                "the servers are running and reachable from here (e.g. `echo ruok | nc HOST "
-                "PORT` answers imok), that the hosts setting is right, and that TLS/auth "
-                "settings match the servers."
+                f"could not connect to ZooKeeper at {hosts} within {timeout:g} s"
+                + (f" (last problem: {seen})" if seen else "")
+                + ". Check that the servers are running and reachable from here (e.g. `echo "
+                "ruok | nc HOST PORT` answers imok), that the hosts setting is right, and "
+                "that TLS/auth settings match the servers."
             ) from exc
         except kz_exc.KazooException as exc:
             self.stop()
