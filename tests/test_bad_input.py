@@ -164,8 +164,6 @@ def _barrier_wait_negative(env: Env) -> None:
 
 
 CLOSED = "ZkClient is closed; create a new one"
-# Misleading for a closed client (reported): starting it again cannot work.
-NOT_STARTED = "start the ZkClient before the PersistentNode on it"
 
 CASES = [
     # -- hosts and connecting
@@ -242,8 +240,7 @@ CASES = [
         "group-member-non-client",
         lambda e: GroupMember(None, "/g", "w1"),  # type: ignore[arg-type]
         TypeError,
-        # Names PersistentNode, which the caller never used (reported).
-        r"PersistentNode needs a ZkClient, got None",
+        r"GroupMember needs a ZkClient, got None",
     ),
     Case(
         "persistent-node-non-client",
@@ -537,13 +534,13 @@ CASES = [
         "closed-client-persistent-node",
         _on_closed(lambda c: PersistentNode(c, "/pn").start()),
         ClientStateError,
-        NOT_STARTED,
+        CLOSED,
     ),
     Case(
         "closed-client-group-member",
         _on_closed(lambda c: GroupMember(c, "/g", "w1").start()),
         ClientStateError,
-        NOT_STARTED,
+        CLOSED,
     ),
     # -- what is already in the tree
     Case("lock-on-node-with-data", _foreign_node_with_data, None),

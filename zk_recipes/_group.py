@@ -195,6 +195,8 @@ class GroupMember:
     def __init__(
         self, client: ZkClient, group_path: str, member_id: str, data: bytes = b""
     ) -> None:
+        if not isinstance(client, ZkClient):
+            raise TypeError(f"GroupMember needs a ZkClient, got {client!r}")
         self.client = client
         self.group_path = _paths.validate_writable_path(group_path, what="group_path")
         if not isinstance(member_id, str) or not member_id or "/" in member_id:

@@ -234,7 +234,8 @@ class PersistentNode:
             if self._state is not PersistentNodeState.LATENT:
                 raise RecipeUsageError(f"{self!r} is already started; start() it once")
             if not self.client.is_started:
-                raise ClientStateError("start the ZkClient before the PersistentNode on it")
+                self.client._usable()  # says "closed: create a new one" or "not started"
+                raise ClientStateError(f"start the ZkClient before {self!r}")
             self._state = PersistentNodeState.PENDING
             self._running = True
         self.client.add_listener(self._on_state)
