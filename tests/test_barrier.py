@@ -25,15 +25,8 @@ from zk_recipes import (
     ZkTimeoutError,
 )
 from zk_recipes._barrier import READY_NODE
-from zk_recipes.testing import StateRecorder, TcpProxy, ZooKeeperServer
+from zk_recipes.testing import StateRecorder, TcpProxy, ZooKeeperServer, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
-
-
-def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.01)
 
 
 def children(client: ZkClient, path: str) -> list[str]:

@@ -8,7 +8,6 @@ import itertools
 import multiprocessing
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +29,11 @@ from zk_recipes import (
     ZnodeStat,
 )
 from zk_recipes._counter import decode, encode, is_newer, wrap
-from zk_recipes.testing import StateRecorder, TcpProxy, ZooKeeperServer
+from zk_recipes.testing import StateRecorder, TcpProxy, ZooKeeperServer, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
-
-
-def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.01)
 
 
 class Recorder:

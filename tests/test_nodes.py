@@ -33,6 +33,7 @@ from zk_recipes.testing import (
     ZooKeeperServer,
     expire_session,
     expire_session_locally,
+    wait_until,
 )
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
@@ -99,13 +100,6 @@ def change_event(client: ZkClient, path: str) -> threading.Event:
 
 def node_workers(path: str) -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == f"zk-recipes persistent node {path}"]
-
-
-def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.01)
 
 
 # ---------------------------------------------------------------------- PersistentNode

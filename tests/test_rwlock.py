@@ -16,15 +16,8 @@ import pytest
 
 from zk_recipes import LockLost, NoNodeError, ReadWriteLock, RecipeUsageError, ZkClient
 from zk_recipes._rwlock import READ_TOKEN, WRITE_TOKEN
-from zk_recipes.testing import expire_session
+from zk_recipes.testing import expire_session, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
-
-
-def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.01)
 
 
 def queue_length(client: ZkClient, path: str) -> int:

@@ -9,7 +9,6 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +24,8 @@ from zk_recipes import (
     SemaphoreMutex,
     ZkClient,
 )
-from zk_recipes.testing import StateRecorder, TcpProxy, ZooKeeperServer, expire_session
+from zk_recipes.testing import StateRecorder, TcpProxy, ZooKeeperServer, expire_session, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
-
-
-def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.01)
 
 
 def children(client: ZkClient, path: str) -> list[str]:

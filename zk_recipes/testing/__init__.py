@@ -28,7 +28,7 @@ from zk_recipes.testing._install import (
 )
 from zk_recipes.testing._process import DEFAULT_JVM_OPTIONS, four_letter_word
 from zk_recipes.testing._proxy import TcpProxy, proxied_connect_string
-from zk_recipes.testing._recorder import StateRecorder
+from zk_recipes.testing._recorder import StateRecorder, wait_until
 from zk_recipes.testing._server import ZooKeeperServer
 
 __all__ = [
@@ -48,4 +48,5 @@ __all__ = [
     "find_installation",
     "four_letter_word",
     "proxied_connect_string",
+    "wait_until",
 ]

@@ -1,11 +1,24 @@
-"""StateRecorder: a state listener that tests can wait on."""
+"""Waiting helpers for tests: StateRecorder (a listener to wait on) and wait_until."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from zk_recipes._states import ConnectionState, StateChange
+
+
+def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    """Poll ``predicate`` until it is true; AssertionError naming ``what`` after ``timeout`` s.
+
+    For conditions no event tells about (a node another client sees, a
+    container the server reaps); prefer waiting on an event where there is one.
+    """
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        time.sleep(0.01)
 
 
 class StateRecorder:
