@@ -1,0 +1,93 @@
+"""The long chaos run: workers, fenced locks and a latch under every fault kind, for a while.
+
+    python benchmarks/chaos.py [--duration S] [--workers N] [--seed K] [--out FILE]
+                               [--keep DIR]
+
+Starts its own 3-node ensemble (harness), runs the chaos run of
+``tests/chaos/_chaos.py`` for ``--duration`` seconds of load, and prints the
+checker's JSON on stdout (progress on stderr). Exit status 1 when a figure
+that must be zero is not. See docs/chaos.md for how to read the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# The chaos run's modules live beside the short test; spawned workers inherit sys.path.
+sys.path.insert(0, str(ROOT / "tests" / "chaos"))
+
+from _chaos import ChaosConfig, render, run_chaos  # noqa: E402
+
+from zk_recipes import ZkClient  # noqa: E402
+from zk_recipes.testing import ZooKeeperCluster  # noqa: E402
+
+MUST_BE_ZERO = (
+    ("locks", "overlaps"),
+    ("locks", "stale_writes_accepted"),
+    ("locks", "refused_unexplained"),
+    ("locks", "lost_after_next_holder"),
+    ("leadership", "overlaps"),
+)
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=300.0, help="seconds of load")
+    parser.add_argument("--workers", type=int, default=8, help="worker processes (>= 2)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the fault schedule")
+    parser.add_argument("--session-timeout", type=float, default=2.5)
+    parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="keep the history and worker logs in DIR"
+    )
+    return parser.parse_args(argv)
+
+
+def _say(message: str) -> None:
+    print(f"[chaos {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    logging.getLogger("kazoo").setLevel(logging.ERROR)  # the admin client's reconnect chatter
+    if args.workers < 2:
+        raise SystemExit("--workers must be 2 or more")
+    config = ChaosConfig(
+        duration=args.duration,
+        workers=args.workers,
+        seed=args.seed,
+        session_timeout=args.session_timeout,
+    )
+    namespace = f"/zk-recipes-chaos/{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory(prefix="zk-chaos-") as scratch:
+        run_dir = args.keep if args.keep is not None else Path(scratch)
+        _say("starting a 3-node ensemble")
+        with ZooKeeperCluster(size=3) as cluster:
+            with ZkClient(cluster.connect_string, connection_timeout=30.0) as admin:
+                admin.create(namespace, parents=True)
+            report = run_chaos(cluster, namespace, run_dir, config, log=_say)
+    if args.keep is None:
+        report.pop("history")
+    document = render(report)
+    print(document)
+    if args.out is not None:
+        args.out.write_text(document + "\n")
+    bad = [f"{a}.{b}" for a, b in MUST_BE_ZERO if report[a][b]] + (
+        ["orphans"] if report["orphans"] else []
+    )
+    if bad:
+        _say(f"FAILED: non-zero {', '.join(bad)}")
+        return 1
+    _say(f"ok: {report['acquisitions']} acquisitions, {report['faults_applied']} faults")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""One chaos worker: a spawned process that loops acquire -> fenced write -> release.
+
+Each worker builds its own ZkClient (through its own chain of proxies, so the
+parent can partition it alone), one Lock per lock path and one LeaderLatch.
+The critical section is: acquire returns (``start_ns``), a random "work"
+sleep (short, but long on the first, "slow", lock path so faults find
+holders), a wait while the lock is in doubt (SUSPENDED: until RECONNECTED or
+LOST), then the write to the fenced store, which is its last act: the
+store stamps ``end_ns`` inside its transaction, with whether ``lock.lost`` was
+set by then. A worker told LOST still writes, on purpose: that is the stale
+write the fencing token must stop.
+
+Everything the checker needs is recorded as it happens, stamped with
+``time.monotonic_ns()``: the on_lost callback (path, token), the latch's
+is_leader / not_leader listeners, the client's connection states, and the
+``closing`` marker written before the latch and the client are closed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import random
+import time
+
+from _chaos_store import EventRecorder, FencedStore
+
+from zk_recipes import (
+    LeaderLatch,
+    Lock,
+    RecipeUsageError,
+    StateChange,
+    ZkClient,
+    ZkRecipesError,
+)
+
+#: How long a holder in doubt waits for the doubt to clear before writing anyway.
+_DOUBT_LIMIT = 60.0
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerSpec:
+    """What a worker process needs (picklable: it crosses the spawn boundary)."""
+
+    worker: str
+    hosts: str
+    namespace: str
+    db_path: str
+    log_path: str
+    lock_paths: tuple[str, ...]
+    latch_path: str
+    session_timeout: float
+    #: Random "work" per critical section, seconds (uniform in [0, hold_max]) ...
+    hold_max: float
+    #: ... except on the first lock path, the slow one, where it is uniform in this range.
+    slow_hold: tuple[float, float]
+    #: A worker visits the slow path once every so many seconds (uniform in this range),
+    #: and the other paths in between, so the slow path's queue stays short.
+    slow_every: tuple[float, float]
+    acquire_timeout: float
+    seed: int
+    #: The worker stops once this file exists. A file, not a multiprocessing.Event:
+    #: an Event's lock, taken by a worker killed with -9, would stay taken for good.
+    stop_path: str
+
+
+class _LatchRecorder:
+    def __init__(self, events: EventRecorder) -> None:
+        self._events = events
+
+    def is_leader(self) -> None:
+        self._events.record("leader")
+
+    def not_leader(self) -> None:
+        self._events.record("not_leader")
+
+
+def run_worker(spec: WorkerSpec) -> None:
+    """The worker's main (the target of a spawned process)."""
+    logging.basicConfig(
+        filename=spec.log_path,
+        level=logging.INFO,
+        format="%(created).3f %(process)d %(threadName)s %(name)s %(levelname)s %(message)s",
+    )
+    pid = os.getpid()
+    rng = random.Random(spec.seed)
+    events = EventRecorder(spec.db_path, spec.worker, pid)
+    store = FencedStore(spec.db_path, spec.lock_paths)
+    client = ZkClient(
+        spec.hosts,
+        namespace=spec.namespace,
+        session_timeout=spec.session_timeout,
+        connection_timeout=30.0,
+    )
+
+    def on_state(change: StateChange) -> None:
+        events.record("state", detail=change.state.name)
+
+    client.add_listener(on_state)
+    client.start()
+    locks = {path: Lock(client, path, identifier=spec.worker) for path in spec.lock_paths}
+    for path, lock in locks.items():
+
+        def on_lost(lock: Lock, path: str = path) -> None:
+            try:
+                token: int | None = lock.fencing_token
+            except RecipeUsageError:  # released meanwhile
+                token = None
+            events.record("lost", path=path, token=token)
+
+        lock.on_lost(on_lost)
+    latch = LeaderLatch(client, spec.latch_path, spec.worker)
+    latch.add_listener(_LatchRecorder(events))
+    latch.start()
+    events.record("started", detail=client.connect_string)
+    fast_paths = spec.lock_paths[1:] or spec.lock_paths
+    next_slow = time.monotonic() + rng.uniform(0.0, spec.slow_every[1])
+    try:
+        while not os.path.exists(spec.stop_path):
+            if time.monotonic() >= next_slow:
+                path = spec.lock_paths[0]
+                next_slow = time.monotonic() + rng.uniform(*spec.slow_every)
+            else:
+                path = rng.choice(fast_paths)
+            _one_round(spec, rng, path, locks[path], store, events, pid)
+    finally:
+        events.record("closing")
+        latch.close()
+        client.close()
+        store.close()
+        events.record("closed")
+        events.close()
+
+
+def _work_then_settle_doubt(lock: Lock, seconds: float) -> None:
+    """Work for ``seconds``, then, like a careful holder, wait out any doubt before writing.
+
+    While SUSPENDED the lock is in doubt (``is_held()`` False, ``lost`` not
+    set): the write waits for RECONNECTED (held again) or LOST. After LOST the
+    worker writes anyway, on purpose: the store's fencing must refuse it once
+    a newer holder has written.
+    """
+    time.sleep(seconds)
+    deadline = time.monotonic() + _DOUBT_LIMIT
+    while not lock.lost.is_set() and not lock.is_held() and time.monotonic() < deadline:
+        lock.lost.wait(0.02)
+
+
+def _one_round(
+    spec: WorkerSpec,
+    rng: random.Random,
+    path: str,
+    lock: Lock,
+    store: FencedStore,
+    events: EventRecorder,
+    pid: int,
+) -> None:
+    call_ns = time.monotonic_ns()
+    try:
+        acquired = lock.acquire(timeout=spec.acquire_timeout)
+    except ZkRecipesError as exc:
+        events.record("acquire_error", path=path, detail=repr(exc)[:200])
+        time.sleep(0.1)  # the connection is down: do not spin
+        return
+    if not acquired:
+        return
+    start_ns = time.monotonic_ns()
+    try:
+        token = lock.fencing_token
+        if path == spec.lock_paths[0]:
+            work = rng.uniform(*spec.slow_hold)
+        else:
+            work = rng.uniform(0.0, spec.hold_max)
+        _work_then_settle_doubt(lock, work)
+        store.write(
+            path=path,
+            worker=spec.worker,
+            pid=pid,
+            token=token,
+            call_ns=call_ns,
+            start_ns=start_ns,
+            told_lost=lock.lost.is_set,
+        )
+    finally:
+        try:
+            lock.release()
+        except ZkRecipesError as exc:
+            events.record("release_error", path=path, detail=repr(exc)[:200])

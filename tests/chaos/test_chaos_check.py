@@ -1,0 +1,163 @@
+"""The chaos checker flags what it must, on hand-made histories (no ZooKeeper needed).
+
+A checker that never fires proves nothing; these histories each hold one
+violation (or one exempt case) and the figures must say so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _chaos_check import check
+from _chaos_store import connect, create, table_for
+
+PATHS = ("/locks/a", "/locks/b")
+S = 1_000_000_000  # one second in ns
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "history.sqlite"
+    create(path, PATHS)
+    return path
+
+
+def _section(
+    db: Path,
+    worker: str,
+    pid: int,
+    token: int,
+    start: float,
+    end: float,
+    *,
+    path: str = "/locks/a",
+    accepted: bool = True,
+    told_lost: bool = False,
+) -> None:
+    conn = connect(db)
+    try:
+        conn.execute(
+            f"INSERT INTO {table_for(path)} (worker, pid, token, accepted, call_ns, start_ns,"
+            " end_ns, told_lost) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                worker,
+                pid,
+                token,
+                int(accepted),
+                int(start * S),
+                int(start * S),
+                int(end * S),
+                int(told_lost),
+            ),
+        )
+    finally:
+        conn.close()
+
+
+def _event(
+    db: Path,
+    worker: str,
+    pid: int,
+    kind: str,
+    t: float,
+    *,
+    path: str = "",
+    token: int | None = None,
+) -> None:
+    conn = connect(db)
+    try:
+        conn.execute(
+            "INSERT INTO events (worker, pid, kind, path, token, t_ns, detail)"
+            " VALUES (?, ?, ?, ?, ?, ?, '')",
+            (worker, pid, kind, path, token, int(t * S)),
+        )
+    finally:
+        conn.close()
+
+
+def _pause(db: Path, worker: str, pid: int, begin: float, end: float) -> None:
+    conn = connect(db)
+    try:
+        conn.execute(
+            "INSERT INTO faults (kind, target, pid, begin_ns, end_ns, detail)"
+            " VALUES ('pause_worker', ?, ?, ?, ?, '')",
+            (worker, pid, int(begin * S), int(end * S)),
+        )
+    finally:
+        conn.close()
+
+
+def test_a_clean_history_has_nothing_to_report(db: Path) -> None:
+    _section(db, "w0", 10, 100, 1.0, 2.0)
+    _section(db, "w1", 11, 200, 2.5, 3.0)
+    _section(db, "w1", 11, 300, 1.0, 5.0, path="/locks/b")  # other path: no overlap
+    report = check(db, PATHS)
+    assert report["acquisitions"] == 3
+    locks = report["locks"]
+    assert locks["overlaps"] == locks["stale_writes_accepted"] == 0
+    assert locks["stale_writes_refused"] == 0
+
+
+def test_overlapping_holders_are_counted(db: Path) -> None:
+    _section(db, "w0", 10, 100, 1.0, 3.0)
+    _section(db, "w1", 11, 200, 2.0, 4.0)
+    locks = check(db, PATHS)["locks"]
+    assert locks["overlaps"] == 1
+    assert len(locks["overlap_examples"]) == 1
+
+
+def test_a_holder_told_lost_before_the_next_one_starts_does_not_overlap(db: Path) -> None:
+    _section(db, "w0", 10, 100, 1.0, 3.0, accepted=False, told_lost=True)
+    _event(db, "w0", 10, "lost", 1.5, path="/locks/a", token=100)
+    _section(db, "w1", 11, 200, 2.0, 2.5)
+    locks = check(db, PATHS)["locks"]
+    assert locks["overlaps"] == 0
+    assert locks["lost_before_next_holder"] == 1
+    assert locks["refused_told_lost"] == 1
+
+
+def test_a_late_notification_is_counted_unless_the_process_was_paused(db: Path) -> None:
+    _section(db, "w0", 10, 100, 1.0, 1.2)
+    _event(db, "w0", 10, "lost", 2.5, path="/locks/a", token=100)
+    _section(db, "w1", 11, 200, 2.0, 2.2)
+    _section(db, "w2", 12, 300, 3.0, 3.2)
+    _event(db, "w2", 12, "lost", 5.5, path="/locks/a", token=300)
+    _pause(db, "w2", 12, 3.5, 5.0)
+    _section(db, "w3", 13, 400, 4.0, 4.2)
+    locks = check(db, PATHS)["locks"]
+    assert locks["lost_after_next_holder"] == 1
+    assert locks["lost_after_next_holder_paused"] == 1
+
+
+def test_a_paused_holder_overlap_is_exempt_and_its_refused_write_explained(db: Path) -> None:
+    _section(db, "w0", 10, 100, 1.0, 6.0, accepted=False)
+    _pause(db, "w0", 10, 1.5, 5.9)
+    _section(db, "w1", 11, 200, 4.0, 4.5)
+    locks = check(db, PATHS)["locks"]
+    assert locks["overlaps"] == 0
+    assert locks["overlaps_paused_exempt"] == 1
+    assert locks["refused_paused"] == 1
+    assert locks["refused_unexplained"] == 0
+
+
+def test_an_accepted_stale_token_is_counted(db: Path) -> None:
+    _section(db, "w0", 10, 200, 1.0, 1.5)
+    _section(db, "w1", 11, 100, 2.0, 2.5)  # accepted although 100 < 200: a broken store
+    assert check(db, PATHS)["locks"]["stale_writes_accepted"] == 1
+
+
+def test_two_leaders_at_once_are_counted_and_a_paused_one_is_exempt(db: Path) -> None:
+    _event(db, "w0", 10, "leader", 1.0)
+    _event(db, "w0", 10, "not_leader", 3.0)
+    _event(db, "w1", 11, "leader", 2.0)
+    _event(db, "w1", 11, "not_leader", 2.5)
+    _event(db, "w2", 12, "leader", 4.0)
+    _pause(db, "w2", 12, 4.5, 8.0)
+    _event(db, "w2", 12, "not_leader", 8.1)
+    _event(db, "w3", 13, "leader", 7.0)
+    _event(db, "w3", 13, "closing", 9.0)
+    leadership = check(db, PATHS)["leadership"]
+    assert leadership["terms"] == 4
+    assert leadership["overlaps"] == 1
+    assert leadership["overlaps_paused_exempt"] == 1
