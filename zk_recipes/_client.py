@@ -490,14 +490,10 @@ class ZkClient:
 
         try:
             return self.retry(attempt)
-        except (ConnectionLostError, ZkTimeoutError, KeyboardInterrupt):
-            if tried:
-                run_in_thread(
-                    "zk-recipes protected cleanup",
-                    lambda: self._delete_protected(parent, prefix),
-                )
-            raise
-        except Exception as exc:
+        except (Exception, KeyboardInterrupt) as exc:
+            # NoNode/NodeExists are the server's definite "not created"; after
+            # anything else (lost connection, timeout, interrupt) a node of ours
+            # may exist, so look for it in the background.
             if tried and not isinstance(exc, (NoNodeError, NodeExistsError)):
                 run_in_thread(
                     "zk-recipes protected cleanup",
