@@ -58,6 +58,7 @@ from zk_recipes._leader import (
 from zk_recipes._lock import Contender, Lock, LockStatistics, RLock
 from zk_recipes._multilock import MultiLock, MultiLockStatistics
 from zk_recipes._nodes import PersistentNode, PersistentNodeEvent, PersistentNodeState
+from zk_recipes._process import ProcessClient
 from zk_recipes._retry import (
     BoundedExponentialBackoffRetry,
     ExponentialBackoffRetry,
@@ -135,6 +136,7 @@ __all__ = [
     "PersistentNodeEvent",
     "PersistentNodeState",
     "PlateauRetry",
+    "ProcessClient",
     "PromotedToLock",
     "RLock",
     "ReadLock",

@@ -234,6 +234,11 @@ class ZkClient:
     def is_started(self) -> bool:
         return self._started and not self._closed
 
+    @property
+    def is_closed(self) -> bool:
+        """True once ``close()`` was called (a closed client cannot start again)."""
+        return self._closed
+
     # ------------------------------------------------------------------ listeners
     def add_listener(self, listener: StateListener) -> None:
         """Call ``listener(StateChange)`` on each state change, on a thread of its own."""

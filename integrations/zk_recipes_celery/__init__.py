@@ -1,8 +1,22 @@
-"""zk-recipes for Celery.
+"""zk-recipes for Celery: singleton tasks, leader-only beat entries, beat HA.
 
-Only the import guard lives here so far; the integration itself lands with
-its own issue. Importing this package without Celery installed fails at once
-with the command that fixes it.
+::
+
+    app.conf.zk_recipes_hosts = "zk1:2181,zk2:2181,zk3:2181"
+
+    @app.task(bind=True)
+    @singleton_task(key=["account_id"])          # one run per account at a time
+    def sync_account(self, account_id): ...
+
+    @app.task
+    @leader_only                                 # sent by the leader beat only
+    def nightly_report(): ...
+
+    # or gate the whole schedule:
+    #   celery -A proj beat -S zk_recipes_celery.beat:LeaderScheduler
+
+One ZooKeeper session per process, made after fork, closed at shutdown
+(``_lifecycle``). See docs/celery.md.
 """
 
 from __future__ import annotations
@@ -14,4 +28,35 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "zk_recipes_celery needs Celery: install it with pip install 'zk-recipes[celery]'"
     ) from exc
 
-__all__: list[str] = []
+from zk_recipes_celery._config import CeleryZkConfig, read_config
+from zk_recipes_celery._lifecycle import close_clients, get_client, install
+from zk_recipes_celery._metrics import beat_publish_dropped, counts, singleton_skipped
+from zk_recipes_celery._singleton import (
+    SingletonAborted,
+    SingletonBusy,
+    SingletonRun,
+    SingletonTask,
+    current_singleton,
+    singleton_task,
+)
+from zk_recipes_celery.beat import LeaderScheduler, leader_gated, leader_only
+
+__all__ = [
+    "CeleryZkConfig",
+    "LeaderScheduler",
+    "SingletonAborted",
+    "SingletonBusy",
+    "SingletonRun",
+    "SingletonTask",
+    "beat_publish_dropped",
+    "close_clients",
+    "counts",
+    "current_singleton",
+    "get_client",
+    "install",
+    "leader_gated",
+    "leader_only",
+    "read_config",
+    "singleton_skipped",
+    "singleton_task",
+]

@@ -1,0 +1,170 @@
+"""The beat election: every beat process of an app is a LeaderLatch candidate.
+
+Znodes: ``<prefix>/beat/<beat name>/_c_<uuid>-latch-<seq>`` (Curator
+LeaderLatch layout; data = ``host:pid``). The latch uses ErrorPolicy.STANDARD:
+SUSPENDED drops leadership at once, so a beat cut off from ZooKeeper stops
+publishing before the server can expire its session and elect another; on
+LOST the latch joins again on the new session, without restarting beat.
+
+The gate, ``BeatElection.may_publish()``, is asked at the moment of
+publishing, in the scheduler's ``apply_entry`` (which can fail closed), never
+in a signal handler (Celery swallows their exceptions, redbeat#208).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+from zk_recipes import ConnectionState, LeaderLatch, ZkRecipesError
+from zk_recipes_celery._lifecycle import AppState, app_state
+
+log = logging.getLogger("zk_recipes.celery.beat")
+
+_CONNECTED = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
+#: How long a publish waits for a beat that just started to learn whether it leads.
+DECIDE_WAIT = 3.0
+
+
+class BeatRole(enum.Enum):
+    LEADER = "leader"
+    STANDBY = "standby"
+    #: Not known yet (joining) or not knowable now (connection SUSPENDED).
+    UNKNOWN = "unknown"
+
+
+class BeatElection:
+    """This process's seat in the beat election of one Celery app."""
+
+    def __init__(self, state: AppState) -> None:
+        self._state = state
+        self._lock = threading.Lock()
+        self._latch: LeaderLatch | None = None
+        self._joiner: threading.Thread | None = None
+        self._closed = False
+        self._pid = os.getpid()
+        self.identifier = f"{socket.gethostname()}:{os.getpid()}"
+
+    def join(self) -> None:
+        """Join in the background (connect, then queue); returns at once. Idempotent."""
+        with self._lock:
+            if self._closed or self._latch is not None:
+                return
+            if self._joiner is not None and self._joiner.is_alive():
+                return
+            self._joiner = threading.Thread(
+                target=self._join, name="zk-recipes beat election", daemon=True
+            )
+            self._joiner.start()
+
+    def _join(self) -> None:
+        delay = 0.5
+        while not self._closed:
+            try:
+                client = self._state.clients.get()
+                path = self._state.config.beat_path
+                latch = LeaderLatch(client, path, self.identifier)
+                with self._lock:
+                    if self._is_closed():
+                        return
+                    self._latch = latch
+                    latch.start()
+                latch.add_listener(_RoleLogger(path, self.identifier))
+                log.info("beat %s joined the election at %s", self.identifier, path)
+                return
+            except ZkRecipesError as exc:
+                log.error(
+                    "beat %s cannot join the election yet: %s; retrying in %.1fs "
+                    "(no leader-only entry is sent meanwhile)",
+                    self.identifier,
+                    exc,
+                    delay,
+                )
+                time.sleep(delay)
+                delay = min(delay * 2, 30.0)
+
+    def _is_closed(self) -> bool:
+        return self._closed
+
+    def role(self) -> BeatRole:
+        """LEADER, STANDBY, or UNKNOWN while joining or while the connection is down."""
+        latch = self._latch
+        if latch is None or self._closed:
+            return BeatRole.UNKNOWN
+        client = latch.client
+        if client.state not in _CONNECTED:
+            return BeatRole.UNKNOWN
+        if latch.has_leadership():
+            return BeatRole.LEADER
+        node = latch.node
+        if node is None:
+            return BeatRole.UNKNOWN
+        try:
+            leader = latch.leader()
+        except ZkRecipesError:
+            return BeatRole.UNKNOWN
+        if leader is None or leader.node == node:  # about to lead: our latch has not seen it yet
+            return BeatRole.UNKNOWN
+        return BeatRole.STANDBY
+
+    def may_publish(self, wait: float = DECIDE_WAIT) -> bool:
+        """True only if we lead and are CONNECTED now; waits up to ``wait`` s for a decision."""
+        self.join()
+        deadline = time.monotonic() + wait
+        while True:
+            role = self.role()
+            if role is BeatRole.LEADER:
+                return True
+            if role is BeatRole.STANDBY or time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+    def leader_identifier(self) -> str | None:
+        latch = self._latch
+        if latch is None:
+            return None
+        try:
+            leader = latch.leader()
+        except ZkRecipesError:
+            return None
+        return None if leader is None else leader.id
+
+    def close(self) -> None:
+        """Leave the election (our node goes at once). Idempotent."""
+        with self._lock:
+            self._closed = True
+            latch, self._latch = self._latch, None
+        if latch is not None and os.getpid() == self._pid:
+            latch.close()
+
+
+class _RoleLogger:
+    def __init__(self, path: str, identifier: str) -> None:
+        self._path = path
+        self._identifier = identifier
+
+    def is_leader(self) -> None:
+        log.info(
+            "beat %s is now the leader of %s: sending due entries", self._identifier, self._path
+        )
+
+    def not_leader(self) -> None:
+        log.warning(
+            "beat %s is no longer the leader of %s: not sending due entries",
+            self._identifier,
+            self._path,
+        )
+
+
+def beat_election(app: Any = None) -> BeatElection:
+    """This process's BeatElection for ``app`` (created on first use, not joined yet)."""
+    state = app_state(app)
+    election = state.extras.get("beat_election")
+    if not isinstance(election, BeatElection) or election._pid != os.getpid():
+        election = state.extras["beat_election"] = BeatElection(state)
+    return election

@@ -1,0 +1,188 @@
+"""One ZooKeeper client per process, tied to the worker's and beat's life.
+
+- Worker main process: a bootstep connects at start-up (bounded by
+  ``zk_recipes_connection_timeout``) and fails the start with the reason if
+  the settings are wrong or the ensemble cannot be reached. A bootstep, not
+  a signal handler: Celery logs and swallows exceptions raised by signal
+  handlers, so a handler cannot stop a worker that would run unguarded.
+- Prefork children: the client is made after the fork (``ProcessClient``
+  checks the pid) and starts connecting in the background from
+  ``worker_process_init``, which must return within Celery's few-second
+  limit. A SIGTERM (``revoke(terminate=True)``, cold shutdown) closes the
+  session before the child dies, so its locks go at once instead of at
+  session expiry.
+- Shutdown: ``worker_process_shutdown`` (children), ``worker_shutdown``
+  (main process) and the beat scheduler's ``close()`` close the session, so
+  ephemeral nodes vanish at once; ``ZkClient``'s ``atexit`` hook is the
+  fallback. kill -9 leaves the nodes until the session times out.
+
+Hooks are process-wide and connected once; they look up the app when they
+fire (sentry-python's pattern).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import weakref
+from typing import Any
+
+from celery import bootsteps, signals
+from celery import current_app as _current_app
+
+from zk_recipes import ClientSettings, ProcessClient, ZkClient
+from zk_recipes_celery._config import CeleryZkConfig, read_config
+
+log = logging.getLogger("zk_recipes.celery")
+
+
+class AppState:
+    """Per (Celery app): its configuration, read on first use, and its process client."""
+
+    def __init__(self, app: Any) -> None:
+        self._app_ref = weakref.ref(app)
+        self._lock = threading.Lock()
+        self._config: CeleryZkConfig | None = None
+        self.clients = ProcessClient(self._client_settings)
+        self.extras: dict[str, Any] = {}
+
+    @property
+    def config(self) -> CeleryZkConfig:
+        with self._lock:
+            if self._config is None:
+                app = self._app_ref()
+                if app is None:  # pragma: no cover - the app owns us
+                    raise RuntimeError("the Celery app is gone")
+                self._config = read_config(app.conf, app_name=app.main)
+            return self._config
+
+    def _client_settings(self) -> ClientSettings:
+        return self.config.client
+
+
+_states: weakref.WeakKeyDictionary[Any, AppState] = weakref.WeakKeyDictionary()
+_states_lock = threading.Lock()
+
+
+def current_celery_app() -> Any:
+    return _current_app._get_current_object()
+
+
+def app_state(app: Any = None) -> AppState:
+    app = current_celery_app() if app is None else app
+    with _states_lock:
+        state = _states.get(app)
+        if state is None:
+            state = _states[app] = AppState(app)
+        return state
+
+
+def get_client(app: Any = None, timeout: float | None = None) -> ZkClient:
+    """This process's connected ZkClient for ``app`` (default: the current app).
+
+    Created on first use in each process (never shared across fork), closed
+    at worker/beat shutdown. Raises ConfigurationError for bad settings and
+    ConnectTimeoutError if the ensemble cannot be reached within ``timeout``.
+    """
+    return app_state(app).clients.get(timeout)
+
+
+def close_clients() -> None:
+    """Close every client this process opened (our ephemeral nodes go at once)."""
+    with _states_lock:
+        states = list(_states.values())
+    for state in states:
+        for closer in state.extras.values():
+            close = getattr(closer, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:  # pragma: no cover - best effort at shutdown
+                    log.debug("closing %r failed", closer, exc_info=True)
+        state.clients.close()
+
+
+class ZkRecipesStep(bootsteps.StartStopStep):  # type: ignore[misc]
+    """Worker bootstep: check the settings and connect before the worker takes tasks."""
+
+    label = "zk-recipes"
+    requires = ("celery.worker.components:Pool",)
+
+    def start(self, worker: Any) -> None:
+        state = app_state(worker.app)
+        config = state.config  # ConfigurationError -> "Unrecoverable error", exit code 1
+        if not config.check_on_start:
+            return
+        client = state.clients.get()
+        log.info(
+            "zk-recipes: connected to ZooKeeper %s (session 0x%x, timeout %.1fs)",
+            client.connect_string,
+            client.session_id,
+            client.negotiated_session_timeout or config.client.session_timeout,
+        )
+
+    def stop(self, worker: Any) -> None:
+        close_clients()
+
+    def terminate(self, worker: Any) -> None:
+        close_clients()
+
+
+def install(app: Any) -> None:
+    """Add the worker bootstep to ``app`` (idempotent). The decorators call this for you."""
+    steps = app.steps["worker"]
+    if ZkRecipesStep not in steps:
+        steps.add(ZkRecipesStep)
+
+
+def _on_celeryd_init(sender: Any = None, instance: Any = None, **kwargs: Any) -> None:
+    if instance is not None:
+        install(instance.app)
+
+
+def _on_worker_process_init(**kwargs: Any) -> None:
+    state = app_state()
+    try:
+        state.config  # noqa: B018 - read now, log a bad setting in the child's log
+    except Exception as exc:
+        log.error("zk-recipes: %s", exc)
+        return
+    state.clients.start_in_background()
+    _close_session_on_sigterm()
+
+
+def _on_shutdown(**kwargs: Any) -> None:
+    close_clients()
+
+
+def _close_session_on_sigterm() -> None:
+    """In a prefork child, let SIGTERM close our session before the child dies.
+
+    Celery resets SIGTERM to the default action in its children, so a
+    terminated task would keep its locks until the session expires. We close
+    the session (bounded to 1 s), then die of SIGTERM exactly as before.
+    """
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        closer = threading.Thread(target=close_clients, name="zk-recipes close on SIGTERM")
+        closer.daemon = True
+        closer.start()
+        closer.join(1.0)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
+signals.celeryd_init.connect(_on_celeryd_init, weak=False, dispatch_uid="zk_recipes.celeryd_init")
+signals.worker_process_init.connect(
+    _on_worker_process_init, weak=False, dispatch_uid="zk_recipes.worker_process_init"
+)
+signals.worker_process_shutdown.connect(
+    _on_shutdown, weak=False, dispatch_uid="zk_recipes.worker_process_shutdown"
+)
+signals.worker_shutdown.connect(_on_shutdown, weak=False, dispatch_uid="zk_recipes.worker_shutdown")

@@ -1,0 +1,29 @@
+"""``record(**fields)``: what a Celery app module under test writes for the test to read.
+
+The harness puts this file's directory on the ``PYTHONPATH`` of every worker and
+beat it starts, so an app module can ``from _record import record``. Each call
+appends one JSON line to ``$RECORD_FILE``: the fields, plus ``pid`` and ``t``
+(``time.time()``), which override fields of the same name. The line goes out in
+one ``os.write`` on a descriptor opened with ``O_APPEND``, so lines written at
+the same time by several processes (prefork children, beat) do not interleave.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+
+def record(**fields: Any) -> None:
+    """Append ``{**fields, "pid": ..., "t": ...}`` as one JSON line to ``$RECORD_FILE``."""
+    entry = {**fields, "pid": os.getpid(), "t": time.time()}
+    line = (json.dumps(entry, sort_keys=True, default=repr) + "\n").encode("utf-8")
+    fd = os.open(os.environ["RECORD_FILE"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        written = os.write(fd, line)
+    finally:
+        os.close(fd)
+    if written != len(line):  # only for lines far longer than any record should be
+        raise OSError(f"record: short write ({written} of {len(line)} bytes)")

@@ -1,0 +1,150 @@
+"""ProcessClient: one ZkClient per process, created lazily, never shared across fork().
+
+Why: a kazoo client started before ``fork()`` is dead in the child (its
+threads do not survive; kazoo#519/#554), and closing it there would close the
+*parent's* session. Pre-fork servers (Celery prefork, gunicorn ``--preload``,
+uWSGI, multiprocessing) fork after import, so every framework integration
+keeps its client here: ``get()`` checks the process id and builds a new
+client in a child; the parent's client is dropped without a word to the
+server (``ZkClient`` marks it forked, and ``close()`` of a forked client only
+discards it).
+
+``start_in_background()`` lets a start-up hook that must return quickly
+(Celery kills a prefork child whose ``worker_process_init`` takes more than
+a few seconds) begin connecting without waiting; ``get()`` then waits for
+that connection up to its timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Callable
+
+from zk_recipes._client import ZkClient
+from zk_recipes._errors import ConnectTimeoutError, ZkRecipesError
+from zk_recipes._settings import ClientSettings
+
+log = logging.getLogger("zk_recipes.process")
+
+_registries: weakref.WeakSet[ProcessClient] = weakref.WeakSet()
+
+
+def _forget_in_child() -> None:
+    # A lock held by another thread at fork time stays held forever in the
+    # child; give every registry a fresh one and forget the parent's client.
+    for registry in list(_registries):
+        registry._reset_after_fork()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+class ProcessClient:
+    """The process's client for one configuration: ``ProcessClient(settings).get()``.
+
+    ``settings`` may be a callable, read on first use in each process, so a
+    framework can build it from configuration that is complete only later.
+    """
+
+    def __init__(self, settings: ClientSettings | Callable[[], ClientSettings]) -> None:
+        if not (isinstance(settings, ClientSettings) or callable(settings)):
+            raise TypeError(f"settings must be ClientSettings or a callable, got {settings!r}")
+        self._settings_source = settings
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._client: ZkClient | None = None
+        self._starter: threading.Thread | None = None
+        _registries.add(self)
+
+    def __repr__(self) -> str:
+        client = self._client if self._pid == os.getpid() else None
+        return f"<ProcessClient pid={os.getpid()} client={client!r}>"
+
+    @property
+    def settings(self) -> ClientSettings:
+        source = self._settings_source
+        return source if isinstance(source, ClientSettings) else source()
+
+    def current(self) -> ZkClient | None:
+        """This process's client if one was made (started or starting), else None."""
+        with self._lock:
+            self._check_pid()
+            return self._client
+
+    def get(self, timeout: float | None = None) -> ZkClient:
+        """The connected client of this process; creates and starts it on first use.
+
+        Waits up to ``timeout`` (default: the settings' ``connection_timeout``)
+        and raises ConnectTimeoutError naming the ensemble if it cannot connect.
+        """
+        client = self._client_for_this_process()
+        if timeout is None:
+            timeout = client.settings.connection_timeout
+        starter = self._starter
+        if starter is not None and starter is not threading.current_thread():
+            starter.join(timeout)
+        if not client.is_started:
+            client.start(timeout)
+        elif not client.wait_connected(timeout):
+            raise ConnectTimeoutError(
+                f"no connection to ZooKeeper at {client.connect_string} within {timeout:g}s "
+                "(the client is still trying); check that the ensemble is up and reachable"
+            )
+        return client
+
+    def start_in_background(self) -> None:
+        """Begin connecting without waiting; failures are logged and retried by ``get()``."""
+        client = self._client_for_this_process()
+        with self._lock:
+            if client.is_started or (self._starter is not None and self._starter.is_alive()):
+                return
+
+            def start() -> None:
+                try:
+                    client.start()
+                except ZkRecipesError as exc:
+                    log.warning("connecting to ZooKeeper in the background failed: %s", exc)
+
+            self._starter = threading.Thread(
+                target=start, name="zk-recipes process client start", daemon=True
+            )
+            self._starter.start()
+
+    def close(self) -> None:
+        """Close this process's client (its ephemeral nodes go at once). Idempotent.
+
+        A client inherited from a parent process is only forgotten here.
+        """
+        with self._lock:
+            self._check_pid()
+            client, self._client = self._client, None
+            starter, self._starter = self._starter, None
+        if client is not None:
+            client.close()
+        if starter is not None and starter is not threading.current_thread():
+            starter.join(1.0)
+
+    # -- internals ---------------------------------------------------------
+    def _client_for_this_process(self) -> ZkClient:
+        with self._lock:
+            self._check_pid()
+            client = self._client
+            if client is None or client.is_closed:
+                client = self._client = ZkClient(settings=self.settings)
+                self._starter = None
+            return client
+
+    def _check_pid(self) -> None:
+        if self._pid != os.getpid():  # forked without our at-fork hook (uWSGI forks from C)
+            self._pid = os.getpid()
+            self._client = None
+            self._starter = None
+
+    def _reset_after_fork(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._client = None
+        self._starter = None
