@@ -35,6 +35,7 @@ from zk_recipes._deletes import GuaranteedDeleter
 from zk_recipes._errors import (
     ClientStateError,
     ConnectionLostError,
+    ConnectTimeoutError,
     NodeExistsError,
     NoNodeError,
     UnsupportedFeatureError,
@@ -118,6 +119,7 @@ class ZkClient:
         self._container_fallback = False
         self._deleter = GuaranteedDeleter(self, self._delete_backoff)
         self._wakeups: set[threading.Event] = set()
+        self._starting: threading.Event | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, timeout: float | None = None) -> ZkClient:
@@ -135,18 +137,34 @@ class ZkClient:
         with self._lock:
             if self._closed:
                 raise ClientStateError("this ZkClient was closed; create a new one")
-            if self._started:
+            concurrent = self._starting
+            if self._started and concurrent is None:
                 return self
-            self._conn = KazooConnection(self.settings, self._tracker.on_raw_state)
-            self._tracker.attach(self._conn)
-            self._started = True
+            if concurrent is None:
+                conn = self._conn = KazooConnection(self.settings, self._tracker.on_raw_state)
+                self._tracker.attach(conn)
+                self._started = True
+                starting = self._starting = threading.Event()
+        if concurrent is not None:
+            # Another thread is starting this client: return when it is connected,
+            # never before (a request sent while kazoo is CONNECTING fails).
+            if not concurrent.wait(timeout) or not self.is_started:
+                raise ConnectTimeoutError(
+                    f"no session with {self.settings.hosts} within {timeout:g}s "
+                    "(another thread's start() of this client did not succeed in time)"
+                )
+            return self
         try:
-            self._conn.start(timeout)
+            conn.start(timeout)
         except BaseException:
             with self._lock:
                 self._started = False
                 self._conn = None
             raise
+        finally:
+            with self._lock:
+                self._starting = None
+            starting.set()
         _live_clients.add(self)
         return self
 

@@ -1,0 +1,173 @@
+"""Beat HA on real beat processes: @leader_only and LeaderScheduler, with failover."""
+
+from __future__ import annotations
+
+import itertools
+import textwrap
+import time
+
+import pytest
+from celery_workers._harness import CeleryProcess, CeleryProject, Record
+
+from zk_recipes import ZkClient
+from zk_recipes.testing import wait_until
+
+pytestmark = pytest.mark.slow
+
+SESSION_TIMEOUT = 3.0
+WINDOW = 6.0
+ELECTION = "/celery/beat/proj"
+
+APP = textwrap.dedent(
+    """
+    import os
+
+    from celery import Celery
+
+    from _record import record
+    from zk_recipes_celery import leader_only
+
+    app = Celery("proj", broker=os.environ["REDIS_URL"], backend=os.environ["REDIS_URL"])
+    app.conf.broker_connection_retry_on_startup = True
+    app.conf.zk_recipes_hosts = os.environ["ZK_HOSTS"]
+    app.conf.zk_recipes_namespace = os.environ["ZK_NAMESPACE"]
+    app.conf.zk_recipes_session_timeout = float(os.environ["ZK_SESSION_TIMEOUT"])
+    app.conf.beat_schedule = {
+        "gated": {"task": "proj.gated", "schedule": 1.0},
+        "ungated": {"task": "proj.ungated", "schedule": 1.0},
+    }
+    if os.environ.get("ONLY_PLAIN"):
+        app.conf.beat_schedule = {"plain": {"task": "proj.plain", "schedule": 1.0}}
+
+
+    @app.task(name="proj.gated")
+    @leader_only
+    def gated():
+        record(task="gated")
+
+
+    @app.task(name="proj.ungated")
+    def ungated():
+        record(task="ungated")
+
+
+    @app.task(name="proj.plain")
+    def plain():
+        record(task="plain")
+    """
+)
+
+
+@pytest.fixture
+def project(celery_project: CeleryProject, zk_hosts: str, zk_namespace: str) -> CeleryProject:
+    celery_project.env["ZK_HOSTS"] = zk_hosts
+    celery_project.env["ZK_NAMESPACE"] = zk_namespace
+    celery_project.env["ZK_SESSION_TIMEOUT"] = str(SESSION_TIMEOUT)
+    return celery_project
+
+
+def _times(
+    records: list[Record], task: str, start: float, end: float = float("inf")
+) -> list[float]:
+    return sorted(r["t"] for r in records if r["task"] == task and start <= r["t"] < end)
+
+
+def _leader_pid(client: ZkClient) -> int:
+    nodes = sorted(client.get_children(ELECTION), key=lambda n: n.rsplit("-", 1)[-1])
+    data, _ = client.get(f"{ELECTION}/{nodes[0]}")
+    return int(data.decode().rsplit(":", 1)[1])
+
+
+def _two_beats(
+    project: CeleryProject, module: str, zk_client: ZkClient, **kw: str | None
+) -> list[CeleryProcess]:
+    beats = [project.start_beat(module, name=f"b{n}", **kw) for n in range(2)]  # type: ignore[arg-type]
+    wait_until(
+        lambda: (
+            zk_client.exists(ELECTION) is not None and len(zk_client.get_children(ELECTION)) == 2
+        ),
+        "both beats in the election",
+    )
+    return beats
+
+
+def _by_pid(beats: list[CeleryProcess], pid: int) -> CeleryProcess:
+    return next(b for b in beats if b.pid == pid)
+
+
+def test_leader_only_is_sent_by_one_beat_and_fails_over_after_kill_9(
+    project: CeleryProject, zk_client: ZkClient
+) -> None:
+    module = project.write_app(APP)
+    project.start_worker(module)
+    beats = _two_beats(project, module, zk_client)
+    start = time.time()
+    project.wait_records(lambda rs: bool(_times(rs, "gated", start + WINDOW)), timeout=WINDOW + 10)
+
+    records = project.read_records()
+    gated = _times(records, "gated", start, start + WINDOW)
+    ungated = _times(records, "ungated", start, start + WINDOW)
+    print(f"in {WINDOW:g}s: gated {len(gated)}, ungated (both beats) {len(ungated)}")
+    assert WINDOW - 3 <= len(gated) <= WINDOW + 2, "one beat sends the leader-only task"
+    assert len(ungated) >= 1.6 * WINDOW - 2, "both beats run: the ungated task goes twice"
+    leader = _by_pid(beats, _leader_pid(zk_client))
+    standby = next(b for b in beats if b is not leader)
+    assert "not sending due task gated" in standby.log()
+
+    leader.kill_group()
+    killed = time.time()
+    project.wait_records(lambda rs: len(_times(rs, "gated", killed)) >= 3, timeout=20)
+
+    after = _times(project.read_records(), "gated", killed)
+    print(f"first leader-only run {after[0] - killed:.2f}s after kill -9 (session 3s)")
+    assert after[0] - killed <= SESSION_TIMEOUT * 2 + 3
+    assert _leader_pid(zk_client) == standby.pid
+
+
+def test_leader_scheduler_gates_every_entry_without_bursts(
+    project: CeleryProject, zk_client: ZkClient
+) -> None:
+    project.env["ONLY_PLAIN"] = "1"
+    module = project.write_app(APP)
+    project.start_worker(module)
+    beats = _two_beats(
+        project, module, zk_client, scheduler="zk_recipes_celery.beat:LeaderScheduler"
+    )
+    start = time.time()
+    project.wait_records(lambda rs: bool(_times(rs, "plain", start + WINDOW)), timeout=WINDOW + 10)
+
+    plain = _times(project.read_records(), "plain", start, start + WINDOW)
+    assert WINDOW - 3 <= len(plain) <= WINDOW + 2, f"one beat sends: {len(plain)} runs"
+    leader = _by_pid(beats, _leader_pid(zk_client))
+    standby = next(b for b in beats if b is not leader)
+    assert "standby (schedule kept in step)" in standby.log()
+
+    leader.kill_group()
+    killed = time.time()
+    project.wait_records(lambda rs: len(_times(rs, "plain", killed)) >= 4, timeout=20)
+
+    after = _times(project.read_records(), "plain", killed)
+    print(f"first run {after[0] - killed:.2f}s after kill -9 of the leader beat (session 3s)")
+    assert after[0] - killed <= SESSION_TIMEOUT * 2 + 3
+    gaps = [b - a for a, b in itertools.pairwise(after)]
+    assert min(gaps) > 0.5, f"the new leader fired a burst of overdue entries: {gaps}"
+
+
+def test_leader_scheduler_graceful_stop_hands_over_at_once(
+    project: CeleryProject, zk_client: ZkClient
+) -> None:
+    project.env["ONLY_PLAIN"] = "1"
+    project.env["ZK_SESSION_TIMEOUT"] = "20"  # a handover waiting for expiry would show
+    module = project.write_app(APP)
+    project.start_worker(module)
+    beats = _two_beats(
+        project, module, zk_client, scheduler="zk_recipes_celery.beat:LeaderScheduler"
+    )
+    leader = _by_pid(beats, _leader_pid(zk_client))
+    standby = next(b for b in beats if b is not leader)
+
+    leader.stop()
+    stopped = time.time()
+
+    wait_until(lambda: _leader_pid(zk_client) == standby.pid, "the standby leads", timeout=5.0)
+    project.wait_records(lambda rs: len(_times(rs, "plain", stopped)) >= 2, timeout=10)

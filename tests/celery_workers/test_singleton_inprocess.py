@@ -1,0 +1,309 @@
+"""@singleton_task in one process: eager mode and direct calls, keys, policies, misuse.
+
+Real ZooKeeper, no broker: ``task_always_eager`` runs tasks in the caller, through
+the same code path as a worker.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from celery import Celery
+
+import zk_recipes_celery as zc
+from zk_recipes import ConfigurationError, Lock, LockLost, RecipeUsageError, ZkClient
+from zk_recipes.testing import expire_session, wait_until
+from zk_recipes_celery import SingletonBusy, SingletonTask, current_singleton, singleton_task
+
+
+@pytest.fixture
+def app(zk_hosts: str, zk_namespace: str) -> Iterator[Celery]:
+    app = Celery("t", broker="memory://", backend="cache+memory://", set_as_current=False)
+    app.conf.task_always_eager = True
+    app.conf.zk_recipes_hosts = zk_hosts
+    app.conf.zk_recipes_namespace = zk_namespace
+    app.conf.zk_recipes_session_timeout = 3.0
+    yield app
+    zc.close_clients()
+    app.close()
+
+
+def _in_threads(n: int, fn: Any) -> list[Any]:
+    results: list[Any] = [None] * n
+    start = threading.Barrier(n)
+
+    def run(i: int) -> None:
+        start.wait()
+        try:
+            results[i] = fn(i)
+        except Exception as exc:
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return results
+
+
+def test_eager_calls_lock_and_the_duplicate_is_skipped_with_a_signal(app: Celery) -> None:
+    @app.task(name="t.slow")
+    @singleton_task(skip_result="skipped")
+    def slow(i: int) -> str:
+        time.sleep(0.4)
+        return "ran"
+
+    heard: list[dict[str, Any]] = []
+
+    def on_skip(sender: Any = None, **kwargs: Any) -> None:
+        heard.append(kwargs)
+
+    zc.singleton_skipped.connect(on_skip, weak=False)
+    try:
+        before = zc.counts().get(("singleton_skipped", "t.slow"), 0)
+        results = _in_threads(3, lambda i: slow.apply_async((i,)).result)
+    finally:
+        zc.singleton_skipped.disconnect(on_skip)
+
+    assert sorted(results) == ["ran", "skipped", "skipped"]
+    assert zc.counts()[("singleton_skipped", "t.slow")] == before + 2
+    assert len(heard) == 2
+    assert heard[0]["key_path"] == "/celery/singleton/t.slow/task"
+    assert heard[0]["holder"]["pid"] > 0
+
+
+def test_prometheus_counter_counts_skips(app: Celery) -> None:
+    prometheus_client = pytest.importorskip("prometheus_client")
+
+    @app.task(name="t.prom")
+    @singleton_task
+    def prom() -> None:
+        time.sleep(0.3)
+
+    def sample() -> float:
+        value = prometheus_client.REGISTRY.get_sample_value(
+            "zk_recipes_celery_singleton_skipped_total", {"task": "t.prom"}
+        )
+        return value or 0.0
+
+    before = sample()
+    _in_threads(2, lambda i: prom.apply_async().result)
+    assert sample() == before + 1
+
+
+def test_keys_bind_arguments_so_equal_calls_share_one_lock(
+    app: Celery, zk_client: ZkClient
+) -> None:
+    seen: list[str] = []
+
+    @app.task(name="t.keyed", bind=True)
+    @singleton_task(key=["account", "region"])
+    def keyed(self: Any, account: int, region: str = "eu", verbose: bool = False) -> str:
+        seen.append(current_singleton().key_path)
+        return "ok"
+
+    keyed(7)
+    keyed(account=7, region="eu")
+    keyed.apply_async((7,), {"verbose": True})
+    keyed(8)
+    keyed(7, "us")
+
+    assert seen[0] == seen[1] == seen[2], "defaults applied; bound self and other args ignored"
+    assert len({seen[0], seen[3], seen[4]}) == 3
+    # Containers (the server reports their ephemeralOwner as 0, so watch them go):
+    # the server removes the key directories once their runs are over.
+    wait_until(
+        lambda: zk_client.get_children("/celery/singleton/t.keyed") == [],
+        "empty key directories reaped",
+        timeout=10,
+    )
+
+
+def test_callable_key_and_values_without_canonical_json(app: Celery) -> None:
+    @app.task(name="t.by_tenant")
+    @singleton_task(key=lambda payload: payload["tenant"])
+    def by_tenant(payload: dict[str, Any]) -> str:
+        return current_singleton().key_path
+
+    @app.task(name="t.opaque")
+    @singleton_task(key=["thing"])
+    def opaque(thing: object) -> None:
+        pass
+
+    assert by_tenant({"tenant": "a", "x": 1}) == by_tenant({"tenant": "a", "x": 2})
+    assert by_tenant({"tenant": "a"}) != by_tenant({"tenant": "b"})
+    with pytest.raises(RecipeUsageError, match="no canonical JSON form"):
+        opaque(object())
+
+
+@pytest.mark.parametrize("policy", ["raise", "wait"])
+def test_raise_and_wait_policies(app: Celery, policy: str) -> None:
+    spans: list[tuple[float, float]] = []
+
+    @app.task(name=f"t.{policy}")
+    @singleton_task(on_conflict=policy, wait_timeout=10)
+    def guarded(i: int) -> int:
+        begin = time.monotonic()
+        time.sleep(0.3)
+        spans.append((begin, time.monotonic()))
+        return i
+
+    results = _in_threads(2, lambda i: guarded(i))
+
+    if policy == "raise":
+        busy = [r for r in results if isinstance(r, SingletonBusy)]
+        assert len(busy) == 1
+        assert busy[0].holder["pid"] > 0
+    else:
+        assert sorted(results) == [0, 1]
+        (a0, a1), (b0, b1) = sorted(spans)
+        assert a1 <= b0, "the waiting run starts after the first one ends"
+
+
+def test_wait_timeout_raises_busy_and_leaves_no_contender(app: Celery, zk_client: ZkClient) -> None:
+    @app.task(name="t.short_wait")
+    @singleton_task(on_conflict="wait", wait_timeout=0.3)
+    def short_wait() -> None:
+        pass
+
+    holder = Lock(zk_client, "/celery/singleton/t.short_wait/task")
+    with holder, pytest.raises(SingletonBusy, match="after waiting 0.3s"):
+        short_wait()
+        assert len(zk_client.get_children("/celery/singleton/t.short_wait/task")) == 1
+
+
+def test_retry_policy_in_eager_mode_raises_busy(app: Celery, zk_client: ZkClient) -> None:
+    @app.task(name="t.retry_eager", bind=True)
+    @singleton_task(on_conflict="retry")
+    def retry_eager(self: Any) -> None:
+        pass
+
+    with Lock(zk_client, "/celery/singleton/t.retry_eager/task"), pytest.raises(SingletonBusy):
+        retry_eager()
+
+
+def test_every_exit_path_releases(app: Celery, zk_client: ZkClient) -> None:
+    @app.task(name="t.fails")
+    @singleton_task
+    def fails() -> None:
+        raise ValueError("boom")
+
+    for _ in range(2):  # the second call would be skipped if the first kept the lock
+        with pytest.raises(ValueError, match="boom"):
+            fails()
+    assert zk_client.get_children("/celery/singleton/t.fails/task") == []
+
+
+def test_bypass_mode_does_not_lock_eager_calls(app: Celery) -> None:
+    app.conf.zk_recipes_singleton_eager = "bypass"
+    active = threading.Semaphore(0)
+
+    @app.task(name="t.bypassed")
+    @singleton_task
+    def bypassed(i: int) -> bool:
+        active.release()
+        return active.acquire(timeout=5)  # both calls inside at once
+
+    assert _in_threads(2, lambda i: bypassed(i)) == [True, True]
+
+
+def test_fencing_tokens_increase_and_current_singleton_outside_a_task_fails(
+    app: Celery,
+) -> None:
+    @app.task(name="t.token", base=SingletonTask)
+    def token() -> int:
+        return current_singleton().fencing_token
+
+    assert token() < token() < token.apply_async().result
+    with pytest.raises(RecipeUsageError, match="only available inside"):
+        current_singleton()
+
+
+def test_lost_flag_and_abort(app: Celery) -> None:
+    outcomes: dict[str, Any] = {}
+
+    @app.task(name="t.flag")
+    @singleton_task
+    def flag() -> bool:
+        client = zc.get_client(app)
+        expire_session(client)
+        wait_until(lambda: current_singleton().lost, "lost flag set", timeout=10)
+        with pytest.raises(LockLost):
+            current_singleton().check()
+        return current_singleton().lost
+
+    @app.task(name="t.abort")
+    @singleton_task(on_lost="abort")
+    def abort() -> None:
+        expire_session(zc.get_client(app))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # pure Python: interruptible at any bytecode
+            pass
+        outcomes["finished"] = True
+
+    assert flag() is True
+    with pytest.raises(zc.SingletonAborted):
+        abort()
+    assert outcomes == {}, "the run was interrupted, not left to finish"
+
+
+def test_misuse_fails_at_once(app: Celery) -> None:
+    with pytest.raises(ConfigurationError, match="not parameters"):
+
+        @singleton_task(key=["nope"])
+        def bad_key(x: int) -> None:
+            pass
+
+    with pytest.raises(ConfigurationError, match="list of argument names"):
+        singleton_task(key="x")  # type: ignore[arg-type]
+
+    with pytest.raises(ConfigurationError, match="on_conflict"):
+        singleton_task(on_conflict="queue")
+
+    def wrong_order() -> None:
+        pass
+
+    with pytest.raises(ConfigurationError, match="UNDER @app.task"):
+        singleton_task(app.task(name="t.wrong_order")(wrong_order))
+
+    @app.task(name="t.body")
+    @singleton_task
+    def body() -> None:
+        pass
+
+    with pytest.raises(RecipeUsageError, match=r"not task\.run"):
+        body.run()
+
+
+@pytest.mark.parametrize(
+    ("conf", "message"),
+    [
+        ({}, "zk_recipes_hosts is not set"),
+        ({"zk_recipes_hosts": "zk1:2181;zk2:2181"}, "separate them with commas"),
+        ({"zk_recipes_hosts": "h:1", "zk_recipes_prefix": "celery"}, "absolute znode path"),
+        ({"zk_recipes_hosts": "h:1", "zk_recipes_singleton_eager": "yes"}, "one of"),
+        ({"zk_recipes_hosts": "h:1", "zk_recipes_client_options": {"bogus": 1}}, "bogus"),
+        ({"zk_recipes_hosts": "h:1", "zk_recipes_session_timeout": -1}, "session_timeout"),
+    ],
+)
+def test_bad_settings_name_the_setting(conf: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        zc.read_config(conf)
+
+
+def test_celery_namespace_for_django_settings() -> None:
+    app = Celery("dj", set_as_current=False)
+    app.config_from_object(
+        {"CELERY_ZK_RECIPES_HOSTS": "zk1:2181", "CELERY_ZK_RECIPES_PREFIX": "/jobs"},
+        namespace="CELERY",
+    )
+    config = zc.read_config(app.conf, app_name=app.main)
+    assert config.client.hosts == "zk1:2181"
+    assert config.singleton_root == "/jobs/singleton"
+    assert config.beat_path == "/jobs/beat/dj"
+    app.close()
