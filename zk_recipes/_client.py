@@ -36,6 +36,7 @@ from zk_recipes._errors import (
     ClientStateError,
     ConnectionLostError,
     ConnectTimeoutError,
+    NoAuthError,
     NodeExistsError,
     NoNodeError,
     UnsupportedFeatureError,
@@ -471,14 +472,28 @@ class ZkClient:
         self.retry(lambda: self._ensure_abs(self._abs(path)))
 
     def _ensure_abs(self, full: str) -> None:
-        # Curator's mkdirs: top down, an exists then a create per missing level.
-        partial = ""
-        for segment in full.strip("/").split("/"):
-            partial = f"{partial}/{segment}"
-            if self._exists_abs(partial) is not None:
-                continue
+        # Bottom up: usually only the last level is missing (a new key under an
+        # existing prefix), which then costs one create instead of Curator's
+        # exists-then-create per level from the root.
+        missing: list[str] = []
+        path = full
+        while path != "/":
+            try:
+                self._send_create(path, b"", CreateMode.CONTAINER, None, None)
+                break
+            except NodeExistsError:
+                break
+            except NoNodeError:
+                missing.append(path)
+                path = _paths.parent_of(path)
+            except NoAuthError:
+                # No CREATE right here: fine if the node exists already.
+                if self._exists_abs(path) is None:
+                    raise
+                break
+        for ancestor in reversed(missing):  # top down from the first one missing
             with contextlib.suppress(NodeExistsError):
-                self._send_create(partial, b"", CreateMode.CONTAINER, None, None)
+                self._send_create(ancestor, b"", CreateMode.CONTAINER, None, None)
 
     def _create_protected(
         self,
@@ -654,6 +669,18 @@ class ZkClient:
         """
         _paths.validate_writable_path(path)
         data = _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
+        return self._create_and_list(path, data, mode, acl, protected, parents, _PARENT_ATTEMPTS)
+
+    def _create_and_list(
+        self,
+        path: str,
+        data: bytes,
+        mode: CreateMode,
+        acl: tuple[Acl, ...] | None,
+        protected: bool,
+        parents: bool,
+        attempts: int,
+    ) -> tuple[CreateResult, list[str]]:
         conn = self._usable()
         full = self._abs(path)
         parent = _paths.parent_of(full)
@@ -664,9 +691,22 @@ class ZkClient:
         listed_pending = conn.get_children_async(parent)
         try:
             created, stat = created_pending.result(self._op_timeout)
-        except (NoNodeError, ConnectionLostError, ZkTimeoutError):
-            # Parent missing, or the reply was lost: the general (slower) path
-            # finds a node of ours if the server made one, and retries.
+        except NoNodeError:
+            # The parent is missing: the server's definite "not created", so there is
+            # no node of ours to look for. Make the parents, then pipeline again.
+            if attempts <= 1 or (not parents and not self._is_namespace_root(parent)):
+                raise NoNodeError(
+                    f"cannot create {self._rel(node)}: its parent {self._rel(parent)} does "
+                    "not exist" + (" (pass parents=True to create it)" if attempts > 1 else ""),
+                    self._rel(node),
+                ) from None
+            with contextlib.suppress(NoNodeError, ConnectionLostError, ZkTimeoutError):
+                listed_pending.result(max(0.001, deadline - time.monotonic()))
+            self.retry(lambda: self._ensure_abs(parent))
+            return self._create_and_list(path, data, mode, acl, protected, parents, attempts - 1)
+        except (ConnectionLostError, ZkTimeoutError):
+            # The reply was lost: the general (slower) path finds a node of ours if
+            # the server made one, and retries.
             if protected:
                 result = self._create_protected(
                     full, data, mode, acl, None, parents, protected_id=prefix

@@ -248,11 +248,30 @@ def _check_key_names(key: KeySpec, fn: Callable[..., Any], *, skip_first: bool) 
 
 
 # -- the guarded run ----------------------------------------------------------
-def _interrupt(thread_id: int) -> None:
-    """Raise SingletonAborted in the thread running the task, at its next bytecode."""
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(
-        ctypes.c_ulong(thread_id), ctypes.py_object(SingletonAborted)
-    )
+class _Interrupter:
+    """Raises SingletonAborted in the thread running the task, at its next bytecode.
+
+    Armed only while the body runs: ``disarm()`` also withdraws an exception
+    not delivered yet, so it can never land in Celery's tracer or a later task.
+    """
+
+    def __init__(self) -> None:
+        self._thread_id = threading.get_ident()
+        self._guard = threading.Lock()
+        self._armed = True
+
+    def fire(self, _lock: object = None) -> None:
+        with self._guard:
+            if self._armed:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(self._thread_id), ctypes.py_object(SingletonAborted)
+                )
+
+    def disarm(self) -> None:
+        with self._guard:
+            if self._armed:
+                self._armed = False
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id), None)
 
 
 def _holder(lock: Lock) -> dict[str, Any] | None:
@@ -373,9 +392,9 @@ def _run_holding(
     call: Callable[[], Any],
 ) -> Any:
     run = SingletonRun(lock, task_id, path)
-    if options.on_lost == "abort":
-        thread_id = threading.get_ident()
-        lock.on_lost(lambda _lock: _interrupt(thread_id))
+    interrupter = _Interrupter() if options.on_lost == "abort" else None
+    if interrupter is not None:
+        lock.on_lost(interrupter.fire)
     token = _current.set(run)
     request = task.request
     with contextlib.suppress(AttributeError):  # Celery's Context takes any attribute
@@ -383,6 +402,8 @@ def _run_holding(
     try:
         return call()
     finally:
+        if interrupter is not None:
+            interrupter.disarm()
         _current.reset(token)
         if run.lost:
             log.warning(
