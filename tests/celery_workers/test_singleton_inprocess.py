@@ -308,3 +308,49 @@ def test_celery_namespace_for_django_settings() -> None:
     assert config.singleton_root == "/jobs/singleton"
     assert config.beat_path == "/jobs/beat/dj"
     app.close()
+
+
+def test_leader_only_gate_in_the_scheduler(
+    app: Celery, zk_client: ZkClient, zk_namespace: str
+) -> None:
+    from celery import beat
+    from celery.beat import ScheduleEntry
+
+    from zk_recipes import LeaderLatch
+    from zk_recipes_celery.beat import is_leader_only, leader_only
+
+    sent: list[str] = []
+
+    @app.task(name="t.report")
+    @leader_only
+    def report() -> None:
+        sent.append("report")
+
+    @app.task(name="t.flagged", zk_leader_only=True)
+    def flagged() -> None:
+        sent.append("flagged")
+
+    @app.task(name="t.free")
+    def free() -> None:
+        sent.append("free")
+
+    assert is_leader_only(report)
+    assert is_leader_only(flagged)
+    assert not is_leader_only(free)
+
+    scheduler = beat.Scheduler(app=app, lazy=True)
+    entries = [ScheduleEntry(name=n, task=f"t.{n}", app=app) for n in ("report", "flagged", "free")]
+    incumbent = LeaderLatch(zk_client, "/celery/beat/t", "incumbent").start()
+    assert incumbent.await_leadership(10)
+    before = zc.counts().get(("beat_dropped", "t.report"), 0)
+
+    for entry in entries:  # another beat leads: only the ungated task goes out (eagerly here)
+        scheduler.apply_entry(entry)
+    assert sent == ["free"]
+    assert zc.counts()[("beat_dropped", "t.report")] == before + 1
+
+    incumbent.close()
+    wait_until(lambda: zc.get_client(app).exists("/celery/beat/t") is not None, "election")
+    for entry in entries:  # now this process leads
+        scheduler.apply_entry(entry)
+    assert sent == ["free", "report", "flagged", "free"]
