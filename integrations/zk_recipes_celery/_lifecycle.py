@@ -29,6 +29,7 @@ import threading
 import weakref
 from typing import Any
 
+from billiard import current_process
 from celery import bootsteps, signals
 from celery import current_app as _current_app
 
@@ -164,6 +165,8 @@ def _close_session_on_sigterm() -> None:
     terminated task would keep its locks until the session expires. We close
     the session (bounded to 1 s), then die of SIGTERM exactly as before.
     """
+    if current_process().name == "MainProcess":  # solo pool: SIGTERM is Celery's warm shutdown
+        return
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
 
