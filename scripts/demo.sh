@@ -13,3 +13,6 @@ echo "== 2. Locks: two workers take turns and write to a store that refuses stal
 echo
 echo "== 3. Leader election: three schedulers, one leader, failover; a selector's terms"
 .venv/bin/python example_projects/recipes/leader_example.py
+echo
+echo "== 4. Celery: a singleton task on two workers, leader-only beat entries on two beats, kill -9 of the leader beat"
+.venv/bin/python example_projects/celery_demo.py

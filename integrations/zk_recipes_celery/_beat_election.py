@@ -47,6 +47,8 @@ class BeatElection:
         self._latch: LeaderLatch | None = None
         self._joiner: threading.Thread | None = None
         self._closed = False
+        self._decided = False
+        self._last_leader: str | None = None
         self._pid = os.getpid()
         self.identifier = f"{socket.gethostname()}:{os.getpid()}"
 
@@ -100,6 +102,8 @@ class BeatElection:
         if client.state not in _CONNECTED:
             return BeatRole.UNKNOWN
         if latch.has_leadership():
+            self._decided = True
+            self._last_leader = self.identifier
             return BeatRole.LEADER
         node = latch.node
         if node is None:
@@ -110,11 +114,20 @@ class BeatElection:
             return BeatRole.UNKNOWN
         if leader is None or leader.node == node:  # about to lead: our latch has not seen it yet
             return BeatRole.UNKNOWN
+        self._decided = True
+        self._last_leader = leader.id
         return BeatRole.STANDBY
 
     def may_publish(self, wait: float = DECIDE_WAIT) -> bool:
-        """True only if we lead and are CONNECTED now; waits up to ``wait`` s for a decision."""
+        """True only if we lead and are CONNECTED now.
+
+        Right after start-up, before the first election outcome is known, waits up
+        to ``wait`` s for it; later (e.g. while SUSPENDED) it answers at once, so a
+        connection problem never stalls beat's loop.
+        """
         self.join()
+        if self._decided:
+            wait = 0.0
         deadline = time.monotonic() + wait
         while True:
             role = self.role()
@@ -125,14 +138,8 @@ class BeatElection:
             time.sleep(0.05)
 
     def leader_identifier(self) -> str | None:
-        latch = self._latch
-        if latch is None:
-            return None
-        try:
-            leader = latch.leader()
-        except ZkRecipesError:
-            return None
-        return None if leader is None else leader.id
+        """The leader as last seen by ``role()`` (no extra request)."""
+        return self._last_leader
 
     def close(self) -> None:
         """Leave the election (our node goes at once). Idempotent."""

@@ -48,7 +48,7 @@ import threading
 import urllib.parse
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import celery
 from celery import current_task
@@ -378,9 +378,12 @@ def _on_conflict(
 def _describe(holder: dict[str, Any] | None) -> str:
     if not holder:
         return "another process"
-    parts = [f"task {holder['id']}" if holder.get("id") else "", f"{holder.get('host')}"]
-    parts.append(f"pid {holder.get('pid')}")
-    return " ".join(p for p in parts if p)
+    parts = [
+        f"task {holder['id']}" if holder.get("id") else "",
+        str(holder.get("host") or ""),
+        f"pid {holder['pid']}" if holder.get("pid") else "",
+    ]
+    return " ".join(p for p in parts if p) or "another process"
 
 
 def _run_holding(
@@ -426,6 +429,25 @@ def _is_body_of(task: Any, body: Callable[..., Any]) -> bool:
 
 
 # -- the two front doors --------------------------------------------------------
+@overload
+def singleton_task(fn: F) -> F: ...
+
+
+@overload
+def singleton_task(
+    fn: None = None,
+    *,
+    key: KeySpec = None,
+    on_conflict: str = "skip",
+    wait_timeout: float = 60.0,
+    retry_countdown: float = 5.0,
+    max_retries: int | None = None,
+    skip_result: Any = None,
+    on_lost: str = "flag",
+    redelivery_wait: float | None = None,
+) -> Callable[[F], F]: ...
+
+
 def singleton_task(
     fn: F | None = None,
     *,

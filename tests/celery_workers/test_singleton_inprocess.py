@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from celery import Celery
+from celery import Celery, _state
 
 import zk_recipes_celery as zc
 from zk_recipes import ConfigurationError, Lock, LockLost, RecipeUsageError, ZkClient
@@ -30,6 +30,9 @@ def app(zk_hosts: str, zk_namespace: str) -> Iterator[Celery]:
     yield app
     zc.close_clients()
     app.close()
+    # Concurrent eager calls race on Celery's global "inside a task" flag (each saves
+    # and restores it), which can leave it set: reset it for the tests that follow.
+    _state._set_task_join_will_block(False)
 
 
 def _in_threads(n: int, fn: Any) -> list[Any]:
