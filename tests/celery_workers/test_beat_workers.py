@@ -7,10 +7,11 @@ import textwrap
 import time
 
 import pytest
-from celery_workers._harness import CeleryProcess, CeleryProject, Record
 
 from zk_recipes import ZkClient
 from zk_recipes.testing import wait_until
+
+from celery_workers._harness import CeleryProcess, CeleryProject, Record
 
 pytestmark = pytest.mark.slow
 

@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from celery_workers._harness import CeleryProject, Record
 from zk_recipes import ZkClient
 from zk_recipes.testing import wait_until
+
+from celery_workers._harness import CeleryProject, Record
 
 pytestmark = pytest.mark.slow
 
