@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from celery import Celery, _state
+from celery import beat as celery_beat
 
 import zk_recipes_celery as zc
 from zk_recipes import ConfigurationError, Lock, LockLost, RecipeUsageError, ZkClient
@@ -357,3 +358,21 @@ def test_leader_only_gate_in_the_scheduler(
     for entry in entries:  # now this process leads
         scheduler.apply_entry(entry)
     assert sent == ["free", "report", "flagged", "free"]
+
+
+class _CustomScheduler(celery_beat.PersistentScheduler):  # type: ignore[misc]
+    """Stands in for django-celery-beat's DatabaseScheduler in the wrapping test."""
+
+
+def test_leader_scheduler_wraps_the_configured_scheduler(app: Celery, tmp_path: Any) -> None:
+    from zk_recipes_celery.beat import LeaderGate, LeaderScheduler, leader_gated
+
+    app.conf.zk_recipes_beat_scheduler = f"{__name__}:_CustomScheduler"
+    scheduler = LeaderScheduler(app=app, schedule_filename=str(tmp_path / "s"), lazy=True)
+
+    assert isinstance(scheduler, _CustomScheduler)
+    assert isinstance(scheduler, LeaderGate)
+    assert type(scheduler) is leader_gated(_CustomScheduler)
+    assert (
+        leader_gated(celery_beat.PersistentScheduler).__name__ == "LeaderGatedPersistentScheduler"
+    )
