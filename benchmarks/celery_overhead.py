@@ -73,11 +73,11 @@ from kazoo.client import KazooClient
 
 import zk_recipes
 from zk_recipes import Lock, ZkClient
+from zk_recipes.testing import RedisServer
 
 #: As in locks.py: real standalone mode (the harness's quorum of one sometimes holds a
 #: write until the next ping), and ZooKeeper's default container check interval.
 SERVER_OPTIONS: dict[str, Any] = {"standalone_mode": True, "container_check_interval": 60.0}
-REDIS_SERVER_BIN = "/usr/bin/redis-server"
 APP_MODULE = "zk_bench_celery_app"
 TASKS = ("plain", "singleton", "singleton_keyed")
 PEER = "celery_singleton"
@@ -182,15 +182,6 @@ class Settings:
 # -- processes ------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
     """SIGTERM the process group we started (its own session), then SIGKILL if it lingers."""
     if proc.poll() is not None:
@@ -214,49 +205,9 @@ def tail(path: Path, lines: int = 40) -> str:
 
 @contextlib.contextmanager
 def redis_server(directory: Path) -> Iterator[str]:
-    """A throwaway redis-server on loopback, no persistence; yields its URL."""
-    import redis
-
-    if not os.access(REDIS_SERVER_BIN, os.X_OK):
-        raise RuntimeError(f"{REDIS_SERVER_BIN} not found")
-    for attempt in range(3):
-        port = free_port()
-        log_path = directory / f"redis-{attempt}.log"
-        argv = [
-            REDIS_SERVER_BIN,
-            "--port", str(port),
-            "--bind", "127.0.0.1",
-            "--save", "",
-            "--appendonly", "no",
-            "--dir", str(directory),
-            "--daemonize", "no",
-        ]  # fmt: skip
-        with log_path.open("wb") as log:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        try:
-            deadline = time.monotonic() + 10.0
-            while time.monotonic() < deadline and proc.poll() is None:
-                client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=0.5)
-                try:
-                    if client.ping():
-                        break
-                except redis.RedisError:
-                    time.sleep(0.05)
-                finally:
-                    client.close()
-            else:
-                continue  # not answering (a port race?): next attempt
-            yield f"redis://127.0.0.1:{port}/0"
-            return
-        finally:
-            stop_process(proc)
-    raise RuntimeError(f"redis-server did not answer PING:\n{tail(log_path)}")
+    """A throwaway redis-server on loopback (the test harness's), no persistence; yields its URL."""
+    with RedisServer(directory / "redis") as server:
+        yield f"{server.url}/0"
 
 
 @contextlib.contextmanager

@@ -19,7 +19,6 @@ import itertools
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,14 +28,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import redis
 from celery import Celery
 
 from zk_recipes import NoNodeError, WatchEvent, ZkClient
-from zk_recipes.testing import ZooKeeperServer
+from zk_recipes.testing import RedisServer, ZooKeeperServer
 
 SITE = Path(__file__).resolve().parent / "celery_site"
-REDIS_SERVER = "/usr/bin/redis-server"
 SESSION_TIMEOUT = 4.0  # proj.py's zk_recipes_session_timeout
 ELECTION = "/celery/beat/proj"  # <prefix>/beat/<app name>
 WINDOW = 5.0
@@ -102,34 +99,6 @@ class Process:
         self.signal_group(signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def start_redis(directory: Path, processes: list[Process]) -> str:
-    """redis-server on a free loopback port, nothing saved to disk; returns its URL."""
-    for attempt in range(3):  # another process may take the port before redis binds it
-        port = free_port()
-        argv = [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
-        argv += ["--appendonly", "no", "--dir", str(directory)]
-        server = Process("redis-server", argv, directory / f"redis-{attempt}.log")
-        processes.append(server)
-        client = redis.Redis(port=port, socket_connect_timeout=0.5, socket_timeout=0.5)
-        deadline = time.monotonic() + 10
-        while server.proc.poll() is None and time.monotonic() < deadline:
-            with contextlib.suppress(redis.RedisError):
-                if client.ping():
-                    client.close()
-                    return f"redis://127.0.0.1:{port}/0"
-            time.sleep(0.05)
-        client.close()
-        server.stop()
-    raise SystemExit("celery demo failed: redis-server did not start")
 
 
 def read_log(path: Path, task: str) -> list[dict[str, Any]]:
@@ -254,11 +223,15 @@ def main() -> int:
     say("starting a throwaway ZooKeeper and redis-server on loopback ...")
     processes: list[Process] = []
     client: Celery | None = None
-    with tempfile.TemporaryDirectory(prefix="celery-demo-") as tmp, ZooKeeperServer() as zk_server:
+    with (
+        tempfile.TemporaryDirectory(prefix="celery-demo-") as tmp,
+        ZooKeeperServer() as zk_server,
+        RedisServer(Path(tmp) / "redis") as redis_server,
+    ):
         work = Path(tmp)
         demo_log = work / "demo.jsonl"
         try:
-            redis_url = start_redis(work, processes)
+            redis_url = f"{redis_server.url}/0"
             say(f"ZooKeeper at {zk_server.connect_string}, Redis at {redis_url}")
             env = dict(os.environ, REDIS_URL=redis_url, ZK_HOSTS=zk_server.connect_string)
             env.update(DEMO_LOG=str(demo_log), PYTHONUNBUFFERED="1")
@@ -296,7 +269,7 @@ def main() -> int:
         finally:
             if client is not None:
                 client.close()
-            for process in reversed(processes):  # Celery first, Redis last
+            for process in reversed(processes):  # beats, then workers
                 process.stop()
     print("celery demo finished")
     return 0

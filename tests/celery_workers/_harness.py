@@ -1,6 +1,6 @@
 """A harness for Celery tests with real workers, a real beat and a real Redis broker.
 
-- :class:`RedisServer`: a throwaway ``redis-server`` on a free loopback port.
+- The broker: :class:`zk_recipes.testing.RedisServer` (see ``conftest.py``).
 - :class:`CeleryProject`: a temporary directory holding the app modules a test
   writes, and every ``celery worker`` / ``celery beat`` started from it, each a
   :class:`CeleryProcess` in its own process group, logging to its own file.
@@ -18,9 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,13 +26,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import redis
-
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[1]
 #: The directory of ``_record.py``, put on every subprocess's ``PYTHONPATH``.
 RECORD_DIR = HERE
-REDIS_SERVER_BIN = "/usr/bin/redis-server"
 POLL_INTERVAL = 0.05
 LOG_TAIL_LINES = 200
 #: The worker logs ``<name>@<host> ready.`` once it consumes (Celery's ``worker_ready``).
@@ -50,102 +45,6 @@ class HarnessError(RuntimeError):
 
 def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
-
-
-def _free_port() -> int:
-    """A free loopback port below the ephemeral range, so no client socket can take it meanwhile."""
-    try:
-        floor = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        floor = 32768
-    while True:
-        port = random.randrange(10000, floor) if floor > 12000 else 0
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            bound: int = sock.getsockname()[1]
-            return bound
-
-
-# --------------------------------------------------------------------------- Redis
-
-
-class RedisServer:
-    """A ``redis-server`` child process; :meth:`start` returns once it answers PING."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], port: int, log_path: Path) -> None:
-        self.proc = proc
-        self.port = port
-        self.log_path = log_path
-        self.url = f"redis://127.0.0.1:{port}"
-
-    @classmethod
-    def start(cls, directory: Path, *, timeout: float = 10.0, attempts: int = 3) -> RedisServer:
-        """Start on a free port (retried on a port race); fail with the log after ``timeout``."""
-        if not os.access(REDIS_SERVER_BIN, os.X_OK):
-            raise HarnessError(f"{REDIS_SERVER_BIN} not found")
-        directory.mkdir(parents=True, exist_ok=True)
-        last_error = ""
-        for attempt in range(attempts):
-            port = _free_port()
-            log_path = directory / f"redis-{attempt}.log"
-            argv = [
-                REDIS_SERVER_BIN,
-                "--port", str(port),
-                "--bind", "127.0.0.1",
-                "--save", "",
-                "--appendonly", "no",
-                "--dir", str(directory),
-                "--daemonize", "no",
-            ]  # fmt: skip
-            with log_path.open("wb") as log:
-                proc = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            server = cls(proc, port, log_path)
-            if server._wait_ping(timeout):
-                return server
-            server.stop()
-            last_error = _tail(log_path.read_text(errors="replace"), 40)
-        raise HarnessError(f"redis-server did not answer PING; last log:\n{last_error}")
-
-    def _wait_ping(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            client = redis.Redis(
-                host="127.0.0.1", port=self.port, socket_timeout=0.5, socket_connect_timeout=0.5
-            )
-            try:
-                if client.ping():
-                    return True
-            except redis.RedisError:
-                pass
-            finally:
-                client.close()
-            time.sleep(POLL_INTERVAL)
-        return False
-
-    def flushall(self) -> None:
-        client = redis.Redis.from_url(self.url, socket_timeout=5)
-        try:
-            client.flushall()
-        finally:
-            client.close()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
 
 
 # --------------------------------------------------------------------------- processes

@@ -9,13 +9,14 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
-from celery_workers._harness import REDIS_SERVER_BIN, CeleryProject, RedisServer
+from zk_recipes.testing import HarnessError, RedisServer
+
+from celery_workers._harness import CeleryProject
 
 _FAILED = pytest.StashKey[bool]()
 
@@ -32,12 +33,10 @@ def pytest_runtest_makereport(
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    if not os.access(REDIS_SERVER_BIN, os.X_OK):
-        pytest.fail(
-            f"{REDIS_SERVER_BIN} is missing: run `bash scripts/bootstrap.sh`"
-            " (it installs redis-server)"
-        )
-    server = RedisServer.start(tmp_path_factory.mktemp("redis"))
+    try:
+        server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    except HarnessError as exc:
+        pytest.fail(f"{exc} (run `bash scripts/bootstrap.sh`)")
     try:
         yield server
     finally:

@@ -36,7 +36,9 @@ def app(zk_hosts: str, zk_namespace: str) -> Iterator[Celery]:
     _state._set_task_join_will_block(False)
 
 
-def _in_threads(n: int, fn: Any) -> list[Any]:
+def _in_threads(app: Celery, n: int, fn: Any) -> list[Any]:
+    # Bind the app's tasks first: Celery's lazy first binding is not thread-safe.
+    app.finalize(auto=True)
     results: list[Any] = [None] * n
     start = threading.Barrier(n)
 
@@ -70,7 +72,7 @@ def test_eager_calls_lock_and_the_duplicate_is_skipped_with_a_signal(app: Celery
     zc.singleton_skipped.connect(on_skip, weak=False)
     try:
         before = zc.counts().get(("singleton_skipped", "t.slow"), 0)
-        results = _in_threads(3, lambda i: slow.apply_async((i,)).result)
+        results = _in_threads(app, 3, lambda i: slow.apply_async((i,)).result)
     finally:
         zc.singleton_skipped.disconnect(on_skip)
 
@@ -96,7 +98,7 @@ def test_prometheus_counter_counts_skips(app: Celery) -> None:
         return value or 0.0
 
     before = sample()
-    _in_threads(2, lambda i: prom.apply_async().result)
+    _in_threads(app, 2, lambda i: prom.apply_async().result)
     assert sample() == before + 1
 
 
@@ -157,7 +159,7 @@ def test_raise_and_wait_policies(app: Celery, policy: str) -> None:
         spans.append((begin, time.monotonic()))
         return i
 
-    results = _in_threads(2, lambda i: guarded(i))
+    results = _in_threads(app, 2, lambda i: guarded(i))
 
     if policy == "raise":
         busy = [r for r in results if isinstance(r, SingletonBusy)]
@@ -214,7 +216,7 @@ def test_bypass_mode_does_not_lock_eager_calls(app: Celery) -> None:
         active.release()
         return active.acquire(timeout=5)  # both calls inside at once
 
-    assert _in_threads(2, lambda i: bypassed(i)) == [True, True]
+    assert _in_threads(app, 2, lambda i: bypassed(i)) == [True, True]
 
 
 def test_fencing_tokens_increase_and_current_singleton_outside_a_task_fails(

@@ -29,6 +29,7 @@ from zk_recipes.testing._install import (
 from zk_recipes.testing._process import DEFAULT_JVM_OPTIONS, four_letter_word
 from zk_recipes.testing._proxy import TcpProxy, proxied_connect_string
 from zk_recipes.testing._recorder import StateRecorder, wait_until
+from zk_recipes.testing._redis import RedisServer
 from zk_recipes.testing._server import ZooKeeperServer
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "HarnessError",
     "Installation",
     "JavaNotFoundError",
+    "RedisServer",
     "StateRecorder",
     "TcpProxy",
     "ZooKeeperCluster",
