@@ -36,18 +36,13 @@ import contextlib
 import contextvars
 import ctypes
 import dataclasses
-import datetime
-import decimal
 import functools
-import hashlib
 import inspect
-import json
 import logging
 import random
 import threading
 import urllib.parse
-import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 import celery
@@ -61,6 +56,7 @@ from zk_recipes import (
     ZkRecipesError,
 )
 from zk_recipes_celery import _metrics
+from zk_recipes_celery._keys import KeySpec, check_key_names, key_segment
 from zk_recipes_celery._lifecycle import app_state
 
 log = logging.getLogger("zk_recipes.celery.singleton")
@@ -70,9 +66,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 CONFLICT_POLICIES = ("skip", "wait", "retry", "raise")
 LOST_POLICIES = ("flag", "abort")
 _MARK = "__zk_recipes_singleton__"
-NAME_ONLY_KEY = "task"
-
-KeySpec = Sequence[str] | Callable[..., object] | None
 
 
 class SingletonBusy(ZkRecipesError):
@@ -182,69 +175,6 @@ def current_singleton() -> SingletonRun:
             "current_singleton() is only available inside the body of a singleton task"
         )
     return run
-
-
-# -- keys -------------------------------------------------------------------
-def _json_default(value: object) -> object:
-    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
-        return value.isoformat()
-    if isinstance(value, (uuid.UUID, decimal.Decimal)):
-        return str(value)
-    if isinstance(value, (set, frozenset)):
-        return sorted(value, key=repr)
-    if isinstance(value, bytes):
-        return value.hex()
-    raise TypeError(
-        f"a singleton key value of type {type(value).__name__} has no canonical JSON form; "
-        "use key=[...] to pick JSON-serialisable arguments, or key=callable returning a str"
-    )
-
-
-def key_arguments(
-    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> dict[str, Any]:
-    """Bind a call to ``fn``'s signature with defaults applied, so f(1) and f(x=1) agree."""
-    signature = inspect.signature(fn)
-    try:
-        bound = signature.bind(*args, **kwargs)
-    except TypeError as exc:
-        raise RecipeUsageError(f"singleton key: cannot bind the call's arguments: {exc}") from exc
-    bound.apply_defaults()
-    return dict(bound.arguments)
-
-
-def key_segment(
-    key: KeySpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> str:
-    """The lock's last path segment for one call (``task`` when the key is the task name)."""
-    if key is None:
-        return NAME_ONLY_KEY
-    if callable(key):
-        value: object = key(*args, **kwargs)
-    else:
-        arguments = key_arguments(fn, args, kwargs)
-        value = {name: arguments[name] for name in key}
-    try:
-        canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), default=_json_default)
-    except (TypeError, ValueError) as exc:
-        raise RecipeUsageError(str(exc)) from exc
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def _check_key_names(key: KeySpec, fn: Callable[..., Any], *, skip_first: bool) -> None:
-    if key is None or callable(key):
-        return
-    params = list(inspect.signature(fn).parameters.values())
-    if skip_first and params:
-        params = params[1:]
-    names = {p.name for p in params}
-    has_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-    unknown = [k for k in key if k not in names]
-    if unknown and not has_var_kw:
-        raise ConfigurationError(
-            f"singleton key names {unknown} are not parameters of {fn.__qualname__}"
-            f"{inspect.signature(fn)}"
-        )
 
 
 # -- the guarded run ----------------------------------------------------------
@@ -485,7 +415,7 @@ def singleton_task(
                 "@singleton_task goes UNDER @app.task (closer to the function), "
                 "or use @app.task(base=SingletonTask)"
             )
-        _check_key_names(options.key, func, skip_first=False)
+        check_key_names(options.key, func, skip_first=False)
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -546,7 +476,7 @@ class SingletonTask(celery.Task):  # type: ignore[misc]
                 on_lost=self.singleton_on_lost,
                 redelivery_wait=self.singleton_redelivery_wait,
             )
-            _check_key_names(options.key, self.run, skip_first=False)
+            check_key_names(options.key, self.run, skip_first=False)
             if hasattr(self.run, _MARK):
                 raise ConfigurationError(
                     f"{self.name} uses both base=SingletonTask and @singleton_task: pick one"
