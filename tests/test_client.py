@@ -221,6 +221,52 @@ def test_unreachable_ensemble_fails_in_about_the_timeout() -> None:
     client.close()
 
 
+def test_concurrent_starts_all_return_connected(zk_hosts: str) -> None:
+    client = ZkClient(zk_hosts)
+    barrier = threading.Barrier(4)
+    outcomes: list[object] = []
+
+    def start() -> None:
+        barrier.wait()
+        client.start(timeout=10)
+        outcomes.append(client.state)  # a start that returned early would see None/CONNECTING
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(15)
+    client.close()
+    assert outcomes == [ConnectionState.CONNECTED] * 4
+
+
+def test_concurrent_starts_against_an_unreachable_ensemble_all_time_out() -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = ZkClient(f"127.0.0.1:{port}")
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            client.start(timeout=1.5)
+        except ConnectTimeoutError as exc:
+            errors.append(exc)
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=start) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    elapsed = time.monotonic() - started
+    client.close()
+    assert len(errors) == 3
+    assert elapsed < 6.0, "a waiting start must stay within its own timeout"
+
+
 @pytest.mark.parametrize("timeout", [0, -1, float("nan"), "3"])
 def test_bad_start_timeouts(timeout: object) -> None:
     with pytest.raises(ValueError, match="positive number"):

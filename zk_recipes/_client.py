@@ -135,28 +135,37 @@ class ZkClient:
                 f"start(timeout=) must be a positive number of seconds, got {timeout!r}"
             )
         self._check_fork()
-        with self._lock:
-            if self._closed:
-                raise ClientStateError("this ZkClient was closed; create a new one")
-            concurrent = self._starting
-            if self._started and concurrent is None:
-                return self
-            if concurrent is None:
-                conn = self._conn = KazooConnection(self.settings, self._tracker.on_raw_state)
-                self._tracker.attach(conn)
-                self._started = True
-                starting = self._starting = threading.Event()
-        if concurrent is not None:
-            # Another thread is starting this client: return when it is connected,
-            # never before (a request sent while kazoo is CONNECTING fails).
-            if not concurrent.wait(timeout) or not self.is_started:
+        deadline = time.monotonic() + timeout
+        waited = False  # on another thread's start that failed: ours gets the time left
+        while True:
+            with self._lock:
+                if self._closed:
+                    raise ClientStateError("this ZkClient was closed; create a new one")
+                concurrent = self._starting
+                if concurrent is None:
+                    if self._started:
+                        return self
+                    conn = self._conn = KazooConnection(self.settings, self._tracker.on_raw_state)
+                    self._tracker.attach(conn)
+                    self._started = True
+                    starting = self._starting = threading.Event()
+                    break
+            # Another thread is starting this client: return once it is connected,
+            # never before (a request sent while kazoo is CONNECTING fails); if that
+            # start fails, try again ourselves in the time left.
+            waited = True
+            if not concurrent.wait(max(0.0, deadline - time.monotonic())):
                 raise ConnectTimeoutError(
                     f"no session with {self.settings.hosts} within {timeout:g}s "
-                    "(another thread's start() of this client did not succeed in time)"
+                    "(another thread's start() of this client was still connecting)"
                 )
-            return self
+            if deadline - time.monotonic() <= 0 and not self.is_started:
+                raise ConnectTimeoutError(
+                    f"no session with {self.settings.hosts} within {timeout:g}s "
+                    "(another thread's start() of this client failed)"
+                )
         try:
-            conn.start(timeout)
+            conn.start(max(0.001, deadline - time.monotonic()) if waited else timeout)
         except BaseException:
             with self._lock:
                 self._started = False

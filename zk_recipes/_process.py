@@ -83,12 +83,8 @@ class ProcessClient:
         client = self._client_for_this_process()
         if timeout is None:
             timeout = client.settings.connection_timeout
-        starter = self._starter
-        if starter is not None and starter is not threading.current_thread():
-            starter.join(timeout)
-        if not client.is_started:
-            client.start(timeout)
-        elif not client.wait_connected(timeout):
+        client.start(timeout)  # or wait for start_in_background()'s start, or retry it
+        if not client.wait_connected(timeout):
             raise ConnectTimeoutError(
                 f"no connection to ZooKeeper at {client.connect_string} within {timeout:g}s "
                 "(the client is still trying); check that the ensemble is up and reachable"
