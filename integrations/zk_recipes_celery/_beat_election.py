@@ -46,7 +46,7 @@ class BeatElection:
         self._lock = threading.Lock()
         self._latch: LeaderLatch | None = None
         self._joiner: threading.Thread | None = None
-        self._closed = False
+        self._closed = threading.Event()
         self._decided = False
         self._last_leader: str | None = None
         self._pid = os.getpid()
@@ -55,7 +55,7 @@ class BeatElection:
     def join(self) -> None:
         """Join in the background (connect, then queue); returns at once. Idempotent."""
         with self._lock:
-            if self._closed or self._latch is not None:
+            if self._closed.is_set() or self._latch is not None:
                 return
             if self._joiner is not None and self._joiner.is_alive():
                 return
@@ -66,17 +66,17 @@ class BeatElection:
 
     def _join(self) -> None:
         delay = 0.5
-        while not self._closed:
+        while not self._closed.is_set():
             try:
                 client = self._state.clients.get()
                 path = self._state.config.beat_path
                 latch = LeaderLatch(client, path, self.identifier)
-                with self._lock:
-                    if self._is_closed():
-                        return
-                    self._latch = latch
-                    latch.start()
                 latch.add_listener(_RoleLogger(path, self.identifier))
+                with self._lock:
+                    if self._closed.is_set():
+                        return
+                    latch.start()
+                    self._latch = latch
                 log.info("beat %s joined the election at %s", self.identifier, path)
                 return
             except ZkRecipesError as exc:
@@ -87,16 +87,13 @@ class BeatElection:
                     exc,
                     delay,
                 )
-                time.sleep(delay)
+                self._closed.wait(delay)  # close() ends the wait
                 delay = min(delay * 2, 30.0)
-
-    def _is_closed(self) -> bool:
-        return self._closed
 
     def role(self) -> BeatRole:
         """LEADER, STANDBY, or UNKNOWN while joining or while the connection is down."""
         latch = self._latch
-        if latch is None or self._closed:
+        if latch is None or self._closed.is_set():
             return BeatRole.UNKNOWN
         client = latch.client
         if client.state not in _CONNECTED:
@@ -144,7 +141,7 @@ class BeatElection:
     def close(self) -> None:
         """Leave the election (our node goes at once). Idempotent."""
         with self._lock:
-            self._closed = True
+            self._closed.set()
             latch, self._latch = self._latch, None
         if latch is not None and os.getpid() == self._pid:
             latch.close()
