@@ -46,14 +46,22 @@ def _json_default(value: object) -> object:
 def key_arguments(
     fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> dict[str, Any]:
-    """Bind a call to ``fn``'s signature with defaults applied, so f(1) and f(x=1) agree."""
+    """Bind a call to ``fn``'s signature with defaults applied, so f(1) and f(x=1) agree.
+
+    Names caught by ``**kwargs`` appear under their own names, and only when the
+    call passed them: an absent one is not there at all, which differs from None.
+    """
     signature = inspect.signature(fn)
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as exc:
         raise RecipeUsageError(f"singleton key: cannot bind the call's arguments: {exc}") from exc
     bound.apply_defaults()
-    return dict(bound.arguments)
+    arguments = dict(bound.arguments)
+    for param in signature.parameters.values():
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            arguments.update(arguments.pop(param.name))
+    return arguments
 
 
 def key_segment(
@@ -66,7 +74,7 @@ def key_segment(
         value: object = key(*args, **kwargs)
     else:
         arguments = key_arguments(fn, args, kwargs)
-        value = {name: arguments[name] for name in key}
+        value = {name: arguments[name] for name in key if name in arguments}
     try:
         canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), default=_json_default)
     except (TypeError, ValueError) as exc:
@@ -74,12 +82,11 @@ def key_segment(
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def check_key_names(key: KeySpec, fn: Callable[..., Any], *, skip_first: bool) -> None:
+def check_key_names(key: KeySpec, fn: Callable[..., Any]) -> None:
+    """Refuse, when the task is defined, key names that no call could ever supply."""
     if key is None or callable(key):
         return
     params = list(inspect.signature(fn).parameters.values())
-    if skip_first and params:
-        params = params[1:]
     names = {p.name for p in params}
     has_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
     unknown = [k for k in key if k not in names]

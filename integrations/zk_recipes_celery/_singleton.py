@@ -415,7 +415,7 @@ def singleton_task(
                 "@singleton_task goes UNDER @app.task (closer to the function), "
                 "or use @app.task(base=SingletonTask)"
             )
-        check_key_names(options.key, func, skip_first=False)
+        check_key_names(options.key, func)
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -476,7 +476,7 @@ class SingletonTask(celery.Task):  # type: ignore[misc]
                 on_lost=self.singleton_on_lost,
                 redelivery_wait=self.singleton_redelivery_wait,
             )
-            check_key_names(options.key, self.run, skip_first=False)
+            check_key_names(options.key, self.run)
             if hasattr(self.run, _MARK):
                 raise ConfigurationError(
                     f"{self.name} uses both base=SingletonTask and @singleton_task: pick one"

@@ -378,3 +378,15 @@ def test_leader_scheduler_wraps_the_configured_scheduler(app: Celery, tmp_path: 
     assert (
         leader_gated(celery_beat.PersistentScheduler).__name__ == "LeaderGatedPersistentScheduler"
     )
+
+
+def test_key_names_caught_by_var_kwargs(app: Celery) -> None:
+    @app.task(name="t.flexible")
+    @singleton_task(key=["tenant"])
+    def flexible(job: str, **options: Any) -> str:
+        return current_singleton().key_path
+
+    tenant_a = flexible("x", tenant="a")
+    assert flexible("y", tenant="a", verbose=True) == tenant_a
+    assert flexible("x", tenant="b") != tenant_a
+    assert flexible("x") != flexible("x", tenant=None), "absent differs from an explicit None"
