@@ -75,7 +75,7 @@ class RedisServer:
                 )
             if self._wait_ping(self.start_timeout):
                 return self
-            self.stop()
+            self._stop_process()  # keep the directory (and the log) for the next attempt
         tail = self.log_path.read_text(errors="replace").splitlines()[-40:]
         raise HarnessError("redis-server did not answer PING; its log ends:\n" + "\n".join(tail))
 
@@ -112,7 +112,13 @@ class RedisServer:
         return False
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop the server (SIGTERM, then SIGKILL). Idempotent."""
+        """Stop the server (SIGTERM, then SIGKILL) and remove a directory we made. Idempotent."""
+        self._stop_process(timeout)
+        if self._own_dir:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self._own_dir = False
+
+    def _stop_process(self, timeout: float = 10.0) -> None:
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             proc.terminate()
@@ -121,9 +127,6 @@ class RedisServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
-        if self._own_dir and proc is not None and self._proc is None:
-            shutil.rmtree(self.directory, ignore_errors=True)
-            self._own_dir = False
 
     def __enter__(self) -> RedisServer:
         return self.start()
