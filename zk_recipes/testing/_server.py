@@ -393,9 +393,18 @@ class _ServerBase:
         "Global Sessions"; both are parsed. Use ``connected_session_ids`` to know
         whether a client is connected *here*.
         """
+        return self.tracked_session_ids() | self.connected_session_ids()
+
+    def tracked_session_ids(self) -> set[int]:
+        """Live sessions in the server's session tracker (``dump``), connected or not.
+
+        Unlike ``session_ids`` this leaves out a connection that merely presents a
+        session id, e.g. a client reconnecting with a session the server expired
+        (it stays in ``cons`` until the server has answered it).
+        """
         dump = self.four_letter("dump")
         tracker = dump.partition("SessionTracker dump:")[2].partition("ephemeral nodes dump:")[0]
-        return {int(h, 16) for h in _HEX_ID.findall(tracker)} | self.connected_session_ids()
+        return {int(h, 16) for h in _HEX_ID.findall(tracker)}
 
     def connected_session_ids(self) -> set[int]:
         """Sessions with an open client connection to this server (``cons``, ``sid=0x...``)."""
