@@ -134,6 +134,20 @@ class _ServerBase:
         return executor is not None and executor.running()
 
     @property
+    def exit_status(self) -> str | None:
+        """How the JVM ended ("exit code 14", "killed by SIGKILL"), or None if it has not."""
+        executor = self._executor
+        process = executor.process if executor is not None else None
+        if process is None or process.poll() is None:
+            return None
+        code = process.returncode
+        if code < 0:
+            with contextlib.suppress(ValueError):
+                return f"killed by {signal.Signals(-code).name}"
+            return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+    @property
     def is_paused(self) -> bool:
         return self._paused and self.is_running
 

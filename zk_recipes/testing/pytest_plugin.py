@@ -23,12 +23,15 @@ starting one; tests that need to control a server (``zk_server``,
 ``zk_cluster``) are skipped then. ``--zk-session-timeout`` sets the default
 session timeout of the clients handed out (3 s: short, so expiry tests are
 quick). When a test that used a harness server fails, the tail of the
-server's log is attached to its report.
+server's log is attached to its report. Should the shared ``zk_server`` die,
+the next test restarts it (same port and data, so sessions survive) and the
+run's summary says how it ended, with its log.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import uuid
 from collections.abc import Callable, Iterator
@@ -43,6 +46,11 @@ from zk_recipes.testing._server import ZooKeeperServer
 
 #: Every test namespace lives under this path.
 TESTS_ROOT = "/zk-recipes-tests"
+
+log = logging.getLogger(__name__)
+
+_SESSION_SERVER = pytest.StashKey[ZooKeeperServer]()
+_SESSION_SERVER_DEATHS = pytest.StashKey[list[str]]()
 
 
 class ClientFactory(Protocol):
@@ -77,10 +85,40 @@ def zk_server(request: pytest.FixtureRequest) -> Iterator[ZooKeeperServer]:
         pytest.skip("needs a harness-managed server; not available with --zk-hosts")
     server = ZooKeeperServer()
     server.start()
+    request.config.stash[_SESSION_SERVER] = server
     try:
         yield server
     finally:
+        del request.config.stash[_SESSION_SERVER]
         server.close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Restart the shared server if it died, and say so in the run's summary.
+
+    Runs before any fixture of the test, so one death fails the test that was
+    running, not every test after it; the summary keeps how it ended and its log.
+    """
+    server = item.config.stash.get(_SESSION_SERVER, None)
+    if server is None or server.is_running:
+        return
+    how = server.exit_status or "stopped"
+    deaths = item.config.stash.setdefault(_SESSION_SERVER_DEATHS, [])
+    deaths.append(
+        f"{server!r} found dead ({how}) before {item.nodeid}; restarted. "
+        f"Log tail:\n{server.log_tail(30)}"
+    )
+    log.error("the shared ZooKeeper server died (%s); restarting it", how)
+    server.start()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    deaths = config.stash.get(_SESSION_SERVER_DEATHS, [])
+    if deaths:
+        terminalreporter.section("zk_recipes harness: the shared ZooKeeper server died")
+        for death in deaths:
+            terminalreporter.write_line(death)
 
 
 @pytest.fixture(scope="session")
