@@ -251,7 +251,9 @@ def test_five_processes_one_leader_at_a_time_through_close_kill_and_partition(
         assert second != first
 
         # 2. kill -9 of the leader: another leads once the server expires its session.
-        os.kill(children[second].pid or 0, signal.SIGKILL)
+        victim = children[second].pid
+        assert victim is not None  # os.kill(0, ...) would signal our own process group
+        os.kill(victim, signal.SIGKILL)
         killed[second] = time.monotonic_ns()
         third = next_leader(second)
 

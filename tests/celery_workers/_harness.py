@@ -76,6 +76,10 @@ class CeleryProcess:
             )
         self.pid: int = self._proc.pid
         self.pgid: int = self.pid  # start_new_session: the leader's pid is the group id
+        # Once the group is seen empty its id is free: with pid_max at 32768 the
+        # kernel can hand it to a new session (a harness JVM) later in the run,
+        # so the group is never signalled again.
+        self._group_gone = False
 
     def __repr__(self) -> str:
         return f"<CeleryProcess {self.kind} {self.name} pid={self.pid} rc={self.returncode}>"
@@ -126,9 +130,12 @@ class CeleryProcess:
             ) from None
 
     def _signal_group(self, sig: int) -> bool:
+        if self._group_gone:
+            return False
         try:
             os.killpg(self.pgid, sig)
         except ProcessLookupError:
+            self._group_gone = True
             return False
         return True
 
