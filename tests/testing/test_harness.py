@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient, KazooState
 from kazoo.retry import KazooRetry
+from mirakuru.base import ENV_UUID
+from mirakuru.base_env import processes_with_env
 
 from zk_recipes import ConfigurationError
 from zk_recipes.testing import (
@@ -259,6 +261,22 @@ def test_stop_works_on_a_paused_server(server: ZooKeeperServer) -> None:
     assert not server.is_paused
     server.start()
     assert server.is_serving()
+
+
+def test_no_exiting_process_that_imported_mirakuru_can_kill_the_server(
+    server: ZooKeeperServer,
+) -> None:
+    """mirakuru's atexit SIGKILLs every process whose mark CONTAINS the exiting pid.
+
+    With pids wrapping at 32768, a test subprocess whose pid appeared in the
+    JVM's ``<pid>:<uuid4>`` mark killed the shared server silently mid-run.
+    """
+    assert server.pid is not None
+    environ = Path(f"/proc/{server.pid}/environ").read_bytes().split(b"\0")
+    assert not [v for v in environ if v.startswith(f"{ENV_UUID}=".encode())]
+    mine = str(os.getpid())
+    for exiting_pid in (mine, mine[1:], mine[:-1], "1", "2", "3"):
+        assert server.pid not in processes_with_env(ENV_UUID, exiting_pid)
 
 
 @pytest.mark.parametrize("listening", [False, True], ids=["bound", "listening"])

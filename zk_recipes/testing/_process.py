@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from mirakuru import Executor, SimpleExecutor
+from mirakuru.base import ENV_UUID
 from mirakuru.exceptions import AlreadyRunning
 
 from zk_recipes._errors import ConfigurationError
@@ -184,6 +185,16 @@ class _ZooKeeperExecutor(Executor):
     @property
     def _popen_kwargs(self) -> dict[str, Any]:
         kwargs = super()._popen_kwargs
+        # mirakuru marks its children with ``mirakuru_uuid=<pid>:<uuid4>``, and
+        # every Python process that imported mirakuru SIGKILLs, at exit, each
+        # process whose mark CONTAINS its own pid as a substring. Once pids wrap
+        # (pid_max 32768), any exiting test subprocess whose pid appears in the
+        # mark kills our JVM: the shared server died silently mid-run this way.
+        # The JVM has no children to find by the mark; the process group, the
+        # parent-death signal and our finalizer stop it.
+        env = dict(kwargs.get("env") or os.environ)
+        env.pop(ENV_UUID, None)
+        kwargs["env"] = env
         if self._main_thread:
             kwargs["preexec_fn"] = _preexec_for_main_thread()
         return kwargs
