@@ -31,13 +31,12 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from zk_recipes_celery._config import CeleryZkConfig, read_config
 from zk_recipes_celery._lifecycle import close_clients, get_client, install
 from zk_recipes_celery._metrics import beat_publish_dropped, counts, singleton_skipped
-from zk_recipes_celery._singleton import (
+from zk_recipes_celery._singleton import SingletonTask, singleton_task
+from zk_recipes_celery._singleton_run import (
     SingletonAborted,
     SingletonBusy,
     SingletonRun,
-    SingletonTask,
     current_singleton,
-    singleton_task,
 )
 from zk_recipes_celery.beat import LeaderScheduler, leader_gated, leader_only
 

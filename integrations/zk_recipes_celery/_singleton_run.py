@@ -1,0 +1,318 @@
+"""A singleton task's run: its options, errors, and the run guarded by the lock.
+
+``run_guarded`` takes the key's Lock (Curator InterProcessMutex layout) for
+one run, applies the conflict policy when another run holds it, and lets the
+body see its ``SingletonRun`` (fencing token, ``lost`` flag) through
+``current_singleton()``. The front doors (``@singleton_task`` and
+``SingletonTask``) in _singleton call it; the semantics are described there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import ctypes
+import dataclasses
+import logging
+import random
+import threading
+import urllib.parse
+from collections.abc import Callable
+from typing import Any
+
+from zk_recipes import (
+    ConfigurationError,
+    Lock,
+    LockLost,
+    RecipeUsageError,
+    ZkRecipesError,
+)
+from zk_recipes_celery import _metrics
+from zk_recipes_celery._keys import KeySpec, key_segment
+from zk_recipes_celery._lifecycle import app_state
+
+log = logging.getLogger("zk_recipes.celery.singleton")
+
+CONFLICT_POLICIES = ("skip", "wait", "retry", "raise")
+LOST_POLICIES = ("flag", "abort")
+
+
+class SingletonBusy(ZkRecipesError):
+    """Another run holds this task's key (``on_conflict="raise"``, or a wait timed out)."""
+
+    def __init__(self, message: str = "", *, holder: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder or {}
+
+
+class SingletonAborted(LockLost):
+    """Raised inside a run with ``on_lost="abort"`` when its session was lost."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(
+            message
+            or "the singleton lock of this task run was lost with its ZooKeeper session; "
+            "another run may be executing now, so this one was aborted (on_lost='abort')"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class SingletonOptions:
+    """How a singleton task locks; checked once, when the task is defined."""
+
+    key: KeySpec = None
+    on_conflict: str = "skip"
+    wait_timeout: float = 60.0
+    retry_countdown: float = 5.0
+    max_retries: int | None = None
+    skip_result: Any = None
+    on_lost: str = "flag"
+    redelivery_wait: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.on_conflict not in CONFLICT_POLICIES:
+            raise ConfigurationError(
+                f"on_conflict must be one of {CONFLICT_POLICIES}, got {self.on_conflict!r}"
+            )
+        if self.on_lost not in LOST_POLICIES:
+            raise ConfigurationError(
+                f"on_lost must be one of {LOST_POLICIES}, got {self.on_lost!r}"
+            )
+        for name in ("wait_timeout", "retry_countdown"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ConfigurationError(f"{name} must be seconds >= 0, got {value!r}")
+        if self.redelivery_wait is not None and not (
+            isinstance(self.redelivery_wait, (int, float)) and self.redelivery_wait >= 0
+        ):
+            raise ConfigurationError(
+                f"redelivery_wait must be seconds >= 0 or None, got {self.redelivery_wait!r}"
+            )
+        key = self.key
+        if (key is not None and not callable(key)) and (
+            isinstance(key, str) or not all(isinstance(k, str) for k in key)
+        ):
+            raise ConfigurationError(
+                f"key must be a list of argument names or a callable, got {key!r} "
+                "(for one argument write key=['name'])"
+            )
+
+
+class SingletonRun:
+    """What the running task sees: ``current_singleton()`` with its token and ``lost`` flag."""
+
+    def __init__(self, lock: Lock, task_id: str | None, key_path: str) -> None:
+        self._lock = lock
+        self.task_id = task_id
+        #: The lock's path: ``<prefix>/singleton/<task name>/<key>``.
+        self.key_path = key_path
+        #: The lock node's czxid: strictly increasing per key across the cluster.
+        #: Pass it to storage that can refuse writes with an older token.
+        self.fencing_token = lock.fencing_token
+
+    @property
+    def lost(self) -> bool:
+        """True once the session was lost during the run: another run may hold the key now."""
+        return self._lock.lost.is_set()
+
+    @property
+    def held(self) -> bool:
+        """True while the lock is held for sure (False while the connection is SUSPENDED)."""
+        return self._lock.is_held()
+
+    def check(self) -> None:
+        """Raise LockLost if the lock was lost; call it before exclusive side effects."""
+        self._lock.check()
+
+    def __repr__(self) -> str:
+        return (
+            f"<SingletonRun {self.key_path} task_id={self.task_id} "
+            f"token={self.fencing_token} lost={self.lost}>"
+        )
+
+
+_current: contextvars.ContextVar[SingletonRun | None] = contextvars.ContextVar(
+    "zk_recipes_singleton_run", default=None
+)
+
+
+def current_singleton() -> SingletonRun:
+    """The singleton run of the task executing in this thread; RecipeUsageError outside one."""
+    run = _current.get()
+    if run is None:
+        raise RecipeUsageError(
+            "current_singleton() is only available inside the body of a singleton task"
+        )
+    return run
+
+
+# -- the guarded run ----------------------------------------------------------
+class _Interrupter:
+    """Raises SingletonAborted in the thread running the task, at its next bytecode.
+
+    Armed only while the body runs: ``disarm()`` also withdraws an exception
+    not delivered yet, so it can never land in Celery's tracer or a later task.
+    """
+
+    def __init__(self) -> None:
+        self._thread_id = threading.get_ident()
+        self._guard = threading.Lock()
+        self._armed = True
+
+    def fire(self, _lock: object = None) -> None:
+        with self._guard:
+            if self._armed:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(self._thread_id), ctypes.py_object(SingletonAborted)
+                )
+
+    def disarm(self) -> None:
+        with self._guard:
+            if self._armed:
+                self._armed = False
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id), None)
+
+
+def _holder(lock: Lock) -> dict[str, Any] | None:
+    try:
+        for contender in lock.contenders():
+            if contender.is_holder:
+                return contender.owner
+    except ZkRecipesError:
+        log.debug("reading the holder of %s failed", lock.path, exc_info=True)
+    return None
+
+
+def run_guarded(
+    task: Any,
+    options: SingletonOptions,
+    key_fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    call: Callable[[], Any],
+) -> Any:
+    """Run ``call()`` holding the singleton lock of this call's key, per ``options``."""
+    request = task.request
+    state = app_state(task.app)
+    config = state.config
+    direct = bool(getattr(request, "called_directly", True)) or bool(
+        getattr(request, "is_eager", False)
+    )
+    if direct and config.singleton_eager == "bypass":
+        return call()
+    task_id: str | None = getattr(request, "id", None)
+    name_segment = urllib.parse.quote(task.name, safe="")
+    path = (
+        f"{config.singleton_root}/{name_segment}/{key_segment(options.key, key_fn, args, kwargs)}"
+    )
+    client = state.clients.get()
+    lock = Lock(client, path, identifier=task_id)
+    acquired = lock.acquire(blocking=False)
+    holder: dict[str, Any] | None = None
+    if not acquired:
+        holder = _holder(lock)
+        if task_id is not None and holder is not None and holder.get("id") == task_id:
+            # The same task id holds it: a redelivery after its worker died (the dead
+            # session expires soon), or a retry published before our last attempt let go.
+            wait = options.redelivery_wait
+            if wait is None:
+                wait = 2 * config.client.session_timeout + 1.0
+            log.info(
+                "singleton %s: task %s is redelivered while its earlier run still holds %s; "
+                "waiting up to %.1fs for that run's session to end",
+                task.name,
+                task_id,
+                path,
+                wait,
+            )
+            acquired = lock.acquire(timeout=wait)
+            holder = None if acquired else _holder(lock)
+    if not acquired:
+        _metrics.count("singleton_conflicts", task=task.name, policy=options.on_conflict)
+        acquired = _on_conflict(task, options, lock, path, task_id, holder, direct)
+        if not acquired:
+            return options.skip_result
+    return _run_holding(task, options, lock, path, task_id, call)
+
+
+def _on_conflict(
+    task: Any,
+    options: SingletonOptions,
+    lock: Lock,
+    path: str,
+    task_id: str | None,
+    holder: dict[str, Any] | None,
+    direct: bool,
+) -> bool:
+    """Apply the conflict policy: True if we hold the lock after all, False to skip."""
+    who = _describe(holder)
+    policy = options.on_conflict
+    if policy == "wait":
+        if lock.acquire(timeout=options.wait_timeout):
+            return True
+        raise SingletonBusy(
+            f"{task.name}: {path} still held by {who} after waiting {options.wait_timeout:g}s",
+            holder=holder,
+        )
+    busy = SingletonBusy(f"{task.name}: another run holds {path} ({who})", holder=holder)
+    if policy == "raise":
+        raise busy
+    if policy == "retry" and not direct:
+        countdown = options.retry_countdown * (1.0 + 0.5 * random.random())
+        log.info(
+            "singleton %s: %s is busy (%s); retrying in %.1fs", task.name, path, who, countdown
+        )
+        retry_options: dict[str, Any] = {"countdown": countdown, "exc": busy}
+        if options.max_retries is not None:
+            retry_options["max_retries"] = options.max_retries
+        raise task.retry(**retry_options)
+    if policy == "retry":  # eager or direct call: there is no queue to retry through
+        raise busy
+    log.info("singleton %s: skipped task %s, %s is held by %s", task.name, task_id, path, who)
+    _metrics.count("singleton_skipped", task=task.name)
+    _metrics.singleton_skipped.send(sender=task, task_id=task_id, key_path=path, holder=holder)
+    return False
+
+
+def _describe(holder: dict[str, Any] | None) -> str:
+    if not holder:
+        return "another process"
+    parts = [
+        f"task {holder['id']}" if holder.get("id") else "",
+        str(holder.get("host") or ""),
+        f"pid {holder['pid']}" if holder.get("pid") else "",
+    ]
+    return " ".join(p for p in parts if p) or "another process"
+
+
+def _run_holding(
+    task: Any,
+    options: SingletonOptions,
+    lock: Lock,
+    path: str,
+    task_id: str | None,
+    call: Callable[[], Any],
+) -> Any:
+    run = SingletonRun(lock, task_id, path)
+    interrupter = _Interrupter() if options.on_lost == "abort" else None
+    if interrupter is not None:
+        lock.on_lost(interrupter.fire)
+    token = _current.set(run)
+    request = task.request
+    with contextlib.suppress(AttributeError):  # Celery's Context takes any attribute
+        request.zk_singleton = run
+    try:
+        return call()
+    finally:
+        if interrupter is not None:
+            interrupter.disarm()
+        _current.reset(token)
+        if run.lost:
+            log.warning(
+                "singleton %s: the lock %s was lost during task %s (session expired); "
+                "another run may have overlapped this one",
+                task.name,
+                path,
+                task_id,
+            )
+        lock.release()
