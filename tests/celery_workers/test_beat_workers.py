@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -172,3 +173,54 @@ def test_leader_scheduler_graceful_stop_hands_over_at_once(
 
     wait_until(lambda: _leader_pid(zk_client) == standby.pid, "the standby leads", timeout=5.0)
     project.wait_records(lambda rs: len(_times(rs, "plain", stopped)) >= 2, timeout=10)
+
+
+def _parent_pid(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rpartition(")")[2].split()[1])
+
+
+def test_embedded_beats_gate_and_hand_over_at_once_on_worker_stop(
+    project: CeleryProject, zk_client: ZkClient
+) -> None:
+    """``worker -B`` on two workers: one beat sends; stopping its worker hands over at once."""
+    project.env["ZK_SESSION_TIMEOUT"] = "20"  # a handover waiting for expiry would show
+    module = project.write_app(APP)
+    workers = [
+        project.start_worker(
+            module,
+            name=f"w{n}",
+            concurrency=1,
+            args=["-B", "-s", str(project.base_dir / f"w{n}-schedule")],
+        )
+        for n in range(2)
+    ]
+    wait_until(
+        lambda: (
+            zk_client.exists(ELECTION) is not None and len(zk_client.get_children(ELECTION)) == 2
+        ),
+        "both embedded beats in the election",
+    )
+    start = time.time()
+    project.wait_records(lambda rs: bool(_times(rs, "gated", start + WINDOW)), timeout=WINDOW + 10)
+
+    records = project.read_records()
+    gated = _times(records, "gated", start, start + WINDOW)
+    ungated = _times(records, "ungated", start, start + WINDOW)
+    print(f"-B, in {WINDOW:g}s: gated {len(gated)}, ungated (both beats) {len(ungated)}")
+    assert WINDOW - 3 <= len(gated) <= WINDOW + 2, "one embedded beat sends the leader-only task"
+    assert len(ungated) >= 1.6 * WINDOW - 2, "both embedded beats run"
+    leader_beat = _leader_pid(zk_client)
+    leader = next(w for w in workers if w.pid == _parent_pid(leader_beat))
+    standby = next(w for w in workers if w is not leader)
+
+    leader.stop()
+    stopped = time.time()
+
+    wait_until(
+        lambda: _parent_pid(_leader_pid(zk_client)) == standby.pid,
+        "the standby's embedded beat leads",
+        timeout=5.0,
+    )
+    print(f"handover {time.time() - stopped:.2f}s after stopping the leader's worker (session 20s)")
+    project.wait_records(lambda rs: len(_times(rs, "gated", stopped)) >= 2, timeout=10)
