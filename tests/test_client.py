@@ -240,6 +240,35 @@ def test_concurrent_starts_all_return_connected(zk_hosts: str) -> None:
     assert outcomes == [ConnectionState.CONNECTED] * 4
 
 
+def test_close_during_start_leaves_no_session(zk_server: ZooKeeperServer, zk_hosts: str) -> None:
+    """A close() racing a start() (a process client shut down while it connects) wins."""
+    baseline = zk_server.connected_session_ids()
+    outcomes: list[str] = []
+    for delay in [0.0] * 12 + [0.001, 0.002, 0.005, 0.01, 0.02, 0.05]:
+        client = ZkClient(zk_hosts, connection_timeout=10.0)
+
+        def start(client: ZkClient = client) -> None:
+            try:
+                client.start()
+                outcomes.append("started")
+            except ClientStateError:
+                outcomes.append("closed while starting")
+
+        starter = threading.Thread(target=start)
+        starter.start()
+        time.sleep(delay)
+        client.close()
+        starter.join(15)
+        assert not starter.is_alive()
+        assert client.is_closed
+    print(sorted(set(outcomes)))
+    assert len(outcomes) == 18
+    deadline = time.monotonic() + 5.0
+    while zk_server.connected_session_ids() - baseline and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert zk_server.connected_session_ids() - baseline == set(), "a session outlived close()"
+
+
 def test_concurrent_starts_against_an_unreachable_ensemble_all_time_out() -> None:
     import socket
 

@@ -174,7 +174,9 @@ class ZkClient:
         finally:
             with self._lock:
                 self._starting = None
-            starting.set()
+            starting.set()  # a close() waiting for this start stops ``conn`` now
+        if self.is_closed:
+            raise ClientStateError("this ZkClient was closed while it was starting")
         _live_clients.add(self)
         return self
 
@@ -186,8 +188,13 @@ class ZkClient:
             self._closed = True
             conn, self._conn = self._conn, None
             wakeups, self._wakeups = self._wakeups, set()
+            starting = self._starting
         for event in wakeups:
             event.set()
+        if starting is not None:
+            # kazoo cannot stop a start it has not begun yet (the session would be
+            # made afterwards and live on): let the start end, then stop it.
+            starting.wait(self.settings.connection_timeout)
         self._tracker.close()
         _live_clients.discard(self)
         if conn is None:
