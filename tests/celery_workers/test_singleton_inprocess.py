@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from typing import Any
 
 import pytest
@@ -16,7 +18,14 @@ from celery import Celery, _state
 from celery import beat as celery_beat
 
 import zk_recipes_celery as zc
-from zk_recipes import ConfigurationError, Lock, LockLost, RecipeUsageError, ZkClient
+from zk_recipes import (
+    ConfigurationError,
+    Lock,
+    LockLost,
+    NoNodeError,
+    RecipeUsageError,
+    ZkClient,
+)
 from zk_recipes.testing import expire_session, wait_until
 from zk_recipes_celery import SingletonBusy, SingletonTask, current_singleton, singleton_task
 
@@ -57,11 +66,66 @@ def _in_threads(app: Celery, n: int, fn: Any) -> list[Any]:
     return results
 
 
+def _children(client: ZkClient, path: str) -> list[str]:
+    """Children of ``path``; none once the server reaped it (lock directories are CONTAINERs)."""
+    try:
+        return client.get_children(path)
+    except NoNodeError:
+        return []
+
+
+class _Gate:
+    """Holds the first run inside its body until the test lets it go (no timing windows)."""
+
+    def __init__(self) -> None:
+        self.inside = threading.Event()
+        self.release = threading.Event()
+
+    def hold(self) -> None:
+        self.inside.set()
+        assert self.release.wait(20), "the test never let the holding run go"
+
+
+def _while_first_holds(
+    app: Celery,
+    gate: _Gate,
+    n: int,
+    fn: Any,
+    waiting: Any = None,
+) -> list[Any]:
+    """``fn(0)`` enters its body and holds; then ``fn(1..n-1)`` run; then ``fn(0)`` ends.
+
+    Others that block (``on_conflict="wait"``) are let go once ``waiting()`` is
+    true; others that return at once are let go when they have. Returns each
+    call's result or exception, in order.
+    """
+    app.finalize(auto=True)  # Celery's lazy first binding is not thread-safe
+
+    def call(i: int) -> Any:
+        try:
+            return fn(i)
+        except Exception as exc:
+            return exc
+
+    with ThreadPoolExecutor(n) as pool:
+        first = pool.submit(call, 0)
+        assert gate.inside.wait(20), "the first run never entered its body"
+        others = [pool.submit(call, i) for i in range(1, n)]
+        if waiting is not None:
+            wait_until(waiting, "the other runs waiting for the lock", timeout=20)
+        else:
+            futures_wait(others, timeout=20)
+        gate.release.set()
+        return [f.result(30) for f in (first, *others)]
+
+
 def test_eager_calls_lock_and_the_duplicate_is_skipped_with_a_signal(app: Celery) -> None:
+    gate = _Gate()
+
     @app.task(name="t.slow")
     @singleton_task(skip_result="skipped")
     def slow(i: int) -> str:
-        time.sleep(0.4)
+        gate.hold()
         return "ran"
 
     heard: list[dict[str, Any]] = []
@@ -72,7 +136,7 @@ def test_eager_calls_lock_and_the_duplicate_is_skipped_with_a_signal(app: Celery
     zc.singleton_skipped.connect(on_skip, weak=False)
     try:
         before = zc.counts().get(("singleton_skipped", "t.slow"), 0)
-        results = _in_threads(app, 3, lambda i: slow.apply_async((i,)).result)
+        results = _while_first_holds(app, gate, 3, lambda i: slow.apply_async((i,)).result)
     finally:
         zc.singleton_skipped.disconnect(on_skip)
 
@@ -86,10 +150,12 @@ def test_eager_calls_lock_and_the_duplicate_is_skipped_with_a_signal(app: Celery
 def test_prometheus_counter_counts_skips(app: Celery) -> None:
     prometheus_client = pytest.importorskip("prometheus_client")
 
+    gate = _Gate()
+
     @app.task(name="t.prom")
     @singleton_task
     def prom() -> None:
-        time.sleep(0.3)
+        gate.hold()
 
     def sample() -> float:
         value = prometheus_client.REGISTRY.get_sample_value(
@@ -98,7 +164,7 @@ def test_prometheus_counter_counts_skips(app: Celery) -> None:
         return value or 0.0
 
     before = sample()
-    _in_threads(app, 2, lambda i: prom.apply_async().result)
+    _while_first_holds(app, gate, 2, lambda i: prom.apply_async().result)
     assert sample() == before + 1
 
 
@@ -124,7 +190,7 @@ def test_keys_bind_arguments_so_equal_calls_share_one_lock(
     # Containers (the server reports their ephemeralOwner as 0, so watch them go):
     # the server removes the key directories once their runs are over.
     wait_until(
-        lambda: zk_client.get_children("/celery/singleton/t.keyed") == [],
+        lambda: _children(zk_client, "/celery/singleton/t.keyed") == [],
         "empty key directories reaped",
         timeout=10,
     )
@@ -148,18 +214,24 @@ def test_callable_key_and_values_without_canonical_json(app: Celery) -> None:
 
 
 @pytest.mark.parametrize("policy", ["raise", "wait"])
-def test_raise_and_wait_policies(app: Celery, policy: str) -> None:
+def test_raise_and_wait_policies(app: Celery, zk_client: ZkClient, policy: str) -> None:
     spans: list[tuple[float, float]] = []
+    gate = _Gate()
 
     @app.task(name=f"t.{policy}")
     @singleton_task(on_conflict=policy, wait_timeout=10)
     def guarded(i: int) -> int:
         begin = time.monotonic()
-        time.sleep(0.3)
+        gate.hold()
         spans.append((begin, time.monotonic()))
         return i
 
-    results = _in_threads(app, 2, lambda i: guarded(i))
+    def both_in_line() -> bool:
+        return len(zk_client.get_children(f"/celery/singleton/t.{policy}/task")) == 2
+
+    results = _while_first_holds(
+        app, gate, 2, guarded, waiting=both_in_line if policy == "wait" else None
+    )
 
     if policy == "raise":
         busy = [r for r in results if isinstance(r, SingletonBusy)]
@@ -203,18 +275,18 @@ def test_every_exit_path_releases(app: Celery, zk_client: ZkClient) -> None:
     for _ in range(2):  # the second call would be skipped if the first kept the lock
         with pytest.raises(ValueError, match="boom"):
             fails()
-    assert zk_client.get_children("/celery/singleton/t.fails/task") == []
+    assert _children(zk_client, "/celery/singleton/t.fails/task") == []
 
 
 def test_bypass_mode_does_not_lock_eager_calls(app: Celery) -> None:
     app.conf.zk_recipes_singleton_eager = "bypass"
-    active = threading.Semaphore(0)
+    both_inside = threading.Barrier(2, timeout=10)
 
     @app.task(name="t.bypassed")
     @singleton_task
     def bypassed(i: int) -> bool:
-        active.release()
-        return active.acquire(timeout=5)  # both calls inside at once
+        both_inside.wait()  # BrokenBarrierError unless both calls run at once
+        return True
 
     assert _in_threads(app, 2, lambda i: bypassed(i)) == [True, True]
 
@@ -323,6 +395,7 @@ def test_leader_only_gate_in_the_scheduler(
     from celery.beat import ScheduleEntry
 
     from zk_recipes import LeaderLatch
+    from zk_recipes_celery._beat_election import BeatRole, beat_election
     from zk_recipes_celery.beat import is_leader_only, leader_only
 
     sent: list[str] = []
@@ -356,7 +429,8 @@ def test_leader_only_gate_in_the_scheduler(
     assert zc.counts()[("beat_dropped", "t.report")] == before + 1
 
     incumbent.close()
-    wait_until(lambda: zc.get_client(app).exists("/celery/beat/t") is not None, "election")
+    election = beat_election(app)
+    wait_until(lambda: election.role() is BeatRole.LEADER, "this beat leads", timeout=10)
     for entry in entries:  # now this process leads
         scheduler.apply_entry(entry)
     assert sent == ["free", "report", "flagged", "free"]

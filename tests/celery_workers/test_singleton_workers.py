@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from zk_recipes import ZkClient
+from zk_recipes import NoNodeError, ZkClient
 from zk_recipes.testing import wait_until
 
 from celery_workers._harness import CeleryProject, Record
@@ -109,14 +109,17 @@ def _intervals(records: list[Record], task: str, key: str = "i") -> list[tuple[f
 
 
 def _lock_nodes(client: ZkClient, task: str) -> list[str]:
+    # Every level is a CONTAINER the server may reap between two reads.
     root = f"/celery/singleton/{task}"
-    if client.exists(root) is None:
+    try:
+        keys = client.get_children(root)
+    except NoNodeError:
         return []
     nodes: list[str] = []
-    for key in client.get_children(root):
+    for key in keys:
         try:
             nodes += client.get_children(f"{root}/{key}")
-        except Exception:  # the container went between the two reads
+        except NoNodeError:
             continue
     return nodes
 
