@@ -80,6 +80,9 @@ def started_node(
     node.add_listener(events)
     node.start()
     assert node.wait_for_initial_create(10)
+    # Listeners hear events on another thread: wait until the first CREATED has been
+    # heard, or a later ``events.mark()`` could come before it and count it as a re-create.
+    events.wait_for(is_created)
     return node, events
 
 
@@ -284,6 +287,7 @@ def test_set_data_reaches_the_node_and_survives_a_recreate(
     node.add_listener(events)
     node.start()
     assert node.wait_for_initial_create(10)
+    events.wait_for(is_created)  # heard before the mark below (see started_node)
     assert other.get("/d/n")[0] == b"two"
     changed = change_event(other, "/d/n")
     node.set_data(b"three")
