@@ -305,7 +305,12 @@ def _run_holding(
         return call()
     finally:
         if interrupter is not None:
-            interrupter.disarm()
+            try:
+                interrupter.disarm()
+            except SingletonAborted:
+                # Fired as the body ended and delivered here, before the withdrawal:
+                # the body is over, so let the cleanup below run (the lock goes once).
+                interrupter.disarm()
         _current.reset(token)
         if run.lost:
             log.warning(
