@@ -316,10 +316,16 @@ def test_lost_flag_and_abort(app: Celery) -> None:
             current_singleton().check()
         return current_singleton().lost
 
+    expirers: list[threading.Thread] = []
+
     @app.task(name="t.abort")
     @singleton_task(on_lost="abort")
     def abort() -> None:
-        expire_session(zc.get_client(app))
+        # Expire from another thread: the abort lands at any bytecode of this one,
+        # and must not cut expire_session's own cleanup short (a leaked client).
+        expirer = threading.Thread(target=expire_session, args=(zc.get_client(app),))
+        expirers.append(expirer)
+        expirer.start()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:  # pure Python: interruptible at any bytecode
             pass
@@ -328,6 +334,8 @@ def test_lost_flag_and_abort(app: Celery) -> None:
     assert flag() is True
     with pytest.raises(zc.SingletonAborted):
         abort()
+    for expirer in expirers:
+        expirer.join(15)
     assert outcomes == {}, "the run was interrupted, not left to finish"
 
 
