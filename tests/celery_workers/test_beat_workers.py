@@ -80,17 +80,45 @@ def _leader_pid(client: ZkClient) -> int:
     return int(data.decode().rsplit(":", 1)[1])
 
 
+def _wait_in_election(zk_client: ZkClient, count: int) -> None:
+    wait_until(
+        lambda: (
+            zk_client.exists(ELECTION) is not None
+            and len(zk_client.get_children(ELECTION)) == count
+        ),
+        f"{count} beats in the election",
+    )
+
+
 def _two_beats(
     project: CeleryProject, module: str, zk_client: ZkClient, **kw: str | None
 ) -> list[CeleryProcess]:
     beats = [project.start_beat(module, name=f"b{n}", **kw) for n in range(2)]  # type: ignore[arg-type]
-    wait_until(
-        lambda: (
-            zk_client.exists(ELECTION) is not None and len(zk_client.get_children(ELECTION)) == 2
-        ),
-        "both beats in the election",
-    )
+    _wait_in_election(zk_client, 2)
     return beats
+
+
+def _assert_one_sender_of_gated(project: CeleryProject, start: float, how: str) -> None:
+    """In WINDOW s from ``start``: ``gated`` went out once per tick, ``ungated`` twice."""
+    records = project.read_records()
+    gated = _times(records, "gated", start, start + WINDOW)
+    ungated = _times(records, "ungated", start, start + WINDOW)
+    print(f"{how}, in {WINDOW:g}s: gated {len(gated)}, ungated (both beats) {len(ungated)}")
+    assert WINDOW - 3 <= len(gated) <= WINDOW + 2, "one beat sends the leader-only task"
+    assert len(ungated) >= 1.6 * WINDOW - 2, "both beats run: the ungated task goes twice"
+
+
+def _kill_leader_and_time_failover(
+    project: CeleryProject, leader: CeleryProcess, task: str, runs: int
+) -> list[float]:
+    """kill -9 the leader beat's group; its next ``runs`` runs' times (from the kill)."""
+    leader.kill_group()
+    killed = time.time()
+    project.wait_records(lambda rs: len(_times(rs, task, killed)) >= runs, timeout=20)
+    after = [t - killed for t in _times(project.read_records(), task, killed)]
+    print(f"first {task} run {after[0]:.2f}s after kill -9 of the leader beat (session 3s)")
+    assert after[0] <= SESSION_TIMEOUT * 2 + 3
+    return after
 
 
 def _by_pid(beats: list[CeleryProcess], pid: int) -> CeleryProcess:
@@ -106,23 +134,12 @@ def test_leader_only_is_sent_by_one_beat_and_fails_over_after_kill_9(
     start = time.time()
     project.wait_records(lambda rs: bool(_times(rs, "gated", start + WINDOW)), timeout=WINDOW + 10)
 
-    records = project.read_records()
-    gated = _times(records, "gated", start, start + WINDOW)
-    ungated = _times(records, "ungated", start, start + WINDOW)
-    print(f"in {WINDOW:g}s: gated {len(gated)}, ungated (both beats) {len(ungated)}")
-    assert WINDOW - 3 <= len(gated) <= WINDOW + 2, "one beat sends the leader-only task"
-    assert len(ungated) >= 1.6 * WINDOW - 2, "both beats run: the ungated task goes twice"
+    _assert_one_sender_of_gated(project, start, "2 beats")
     leader = _by_pid(beats, _leader_pid(zk_client))
     standby = next(b for b in beats if b is not leader)
     assert "not sending due task gated" in standby.log()
 
-    leader.kill_group()
-    killed = time.time()
-    project.wait_records(lambda rs: len(_times(rs, "gated", killed)) >= 3, timeout=20)
-
-    after = _times(project.read_records(), "gated", killed)
-    print(f"first leader-only run {after[0] - killed:.2f}s after kill -9 (session 3s)")
-    assert after[0] - killed <= SESSION_TIMEOUT * 2 + 3
+    _kill_leader_and_time_failover(project, leader, "gated", runs=3)
     assert _leader_pid(zk_client) == standby.pid
 
 
@@ -144,13 +161,7 @@ def test_leader_scheduler_gates_every_entry_without_bursts(
     standby = next(b for b in beats if b is not leader)
     assert "standby (schedule kept in step)" in standby.log()
 
-    leader.kill_group()
-    killed = time.time()
-    project.wait_records(lambda rs: len(_times(rs, "plain", killed)) >= 4, timeout=20)
-
-    after = _times(project.read_records(), "plain", killed)
-    print(f"first run {after[0] - killed:.2f}s after kill -9 of the leader beat (session 3s)")
-    assert after[0] - killed <= SESSION_TIMEOUT * 2 + 3
+    after = _kill_leader_and_time_failover(project, leader, "plain", runs=4)
     gaps = [b - a for a, b in itertools.pairwise(after)]
     assert min(gaps) > 0.5, f"the new leader fired a burst of overdue entries: {gaps}"
 
@@ -195,21 +206,11 @@ def test_embedded_beats_gate_and_hand_over_at_once_on_worker_stop(
         )
         for n in range(2)
     ]
-    wait_until(
-        lambda: (
-            zk_client.exists(ELECTION) is not None and len(zk_client.get_children(ELECTION)) == 2
-        ),
-        "both embedded beats in the election",
-    )
+    _wait_in_election(zk_client, 2)
     start = time.time()
     project.wait_records(lambda rs: bool(_times(rs, "gated", start + WINDOW)), timeout=WINDOW + 10)
 
-    records = project.read_records()
-    gated = _times(records, "gated", start, start + WINDOW)
-    ungated = _times(records, "ungated", start, start + WINDOW)
-    print(f"-B, in {WINDOW:g}s: gated {len(gated)}, ungated (both beats) {len(ungated)}")
-    assert WINDOW - 3 <= len(gated) <= WINDOW + 2, "one embedded beat sends the leader-only task"
-    assert len(ungated) >= 1.6 * WINDOW - 2, "both embedded beats run"
+    _assert_one_sender_of_gated(project, start, "2 workers with -B")
     leader_beat = _leader_pid(zk_client)
     leader = next(w for w in workers if w.pid == _parent_pid(leader_beat))
     standby = next(w for w in workers if w is not leader)
