@@ -11,7 +11,7 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -31,6 +31,7 @@ from zk_recipes.testing import (
     ZooKeeperServer,
     expire_session,
     expire_session_locally,
+    wait_until,
 )
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
@@ -106,13 +107,6 @@ def _in_line(client: ZkClient, path: str) -> int:
         return len(client.get_children(path))
     except NoNodeError:
         return 0
-
-
-def _wait_until(condition: Callable[[], object], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} not reached within {timeout} s"
-        time.sleep(0.02)
 
 
 # -- five processes ---------------------------------------------------------------------
@@ -241,8 +235,8 @@ def test_five_processes_one_leader_at_a_time_through_close_kill_and_partition(
                 assert time.monotonic() < deadline, f"no new leader after {previous}"
                 time.sleep(0.02)
 
-        _wait_until(lambda: all(_events(log) for log in logs), "every child started", timeout=60)
-        _wait_until(lambda: _in_line(observer, "/election") == count, "all in line", timeout=30)
+        wait_until(lambda: all(_events(log) for log in logs), "every child started", timeout=60)
+        wait_until(lambda: _in_line(observer, "/election") == count, "all in line", timeout=30)
         first = next_leader(None)
 
         # 1. Graceful close of the leader: another leads.
@@ -269,7 +263,7 @@ def test_five_processes_one_leader_at_a_time_through_close_kill_and_partition(
 
         # The partitioned child re-joins on a new session. In line: it, the new leader and
         # the child that never led (the closed latch and the killed process are gone).
-        _wait_until(
+        wait_until(
             lambda: _in_line(observer, "/election") == count - 2,
             "the partitioned child back in line",
             timeout=30,
@@ -327,7 +321,7 @@ def test_standard_policy_drops_on_suspended_and_session_policy_keeps_leading(
     states.wait_for(ConnectionState.SUSPENDED, after=mark)
     std_events.wait_for("not_leader")
     assert not standard.has_leadership()
-    _wait_until(lambda: ses_client.state is ConnectionState.SUSPENDED, "session client SUSPENDED")
+    wait_until(lambda: ses_client.state is ConnectionState.SUSPENDED, "session client SUSPENDED")
     assert session.has_leadership()
 
     zk_proxy.heal()
@@ -371,7 +365,7 @@ def test_never_leads_on_a_node_of_its_previous_session(zk_client_factory: Client
     a, a_events = _started(a_client, "/stale", "a")
     a_events.wait_for("leader")
     b, b_events = _started(b_client, "/stale", "b")
-    _wait_until(lambda: _in_line(a_client, "/stale") == 2, "b in line")
+    wait_until(lambda: _in_line(a_client, "/stale") == 2, "b in line")
     old_node, old_session = a.node, a_client.session_id
     assert old_node is not None
 
@@ -382,7 +376,7 @@ def test_never_leads_on_a_node_of_its_previous_session(zk_client_factory: Client
     assert a_dropped_at < b_at
     assert not a.has_leadership()
     # a is back in line on its new session, behind b, and its old node is gone.
-    _wait_until(lambda: a.node not in (None, old_node), "a's new node")
+    wait_until(lambda: a.node not in (None, old_node), "a's new node")
     stat = a_client.exists(a.node or "")
     assert stat is not None
     assert stat.ephemeral_owner == a_client.session_id != old_session
@@ -403,13 +397,13 @@ def test_deleting_the_leaders_node_makes_it_step_down_and_rejoin(
     a, a_events = _started(zk_client_factory(), "/deleted", "a")
     a_events.wait_for("leader")
     b, b_events = _started(zk_client_factory(), "/deleted", "b")
-    _wait_until(lambda: _in_line(admin, "/deleted") == 2, "b in line")
+    wait_until(lambda: _in_line(admin, "/deleted") == 2, "b in line")
     old_node = a.node
     assert old_node is not None
     admin.delete(old_node)
     a_events.wait_for("not_leader")
     b_events.wait_for("leader")
-    _wait_until(lambda: a.node not in (None, old_node), "a back in line")
+    wait_until(lambda: a.node not in (None, old_node), "a back in line")
     assert [(p.id, p.is_leader) for p in b.participants()] == [("b", True), ("a", False)]
     assert a.statistics().resets >= 1
     assert not a.has_leadership()
@@ -463,7 +457,7 @@ def test_participants_and_leader_ids_and_node_layout(zk_client_factory: ClientFa
     assert alpha.await_leadership(10)
     beta = _latch(zk_client_factory(), "/ids", "beta").start()
     anonymous = _latch(zk_client_factory(), "/ids").start()
-    _wait_until(lambda: _in_line(admin, "/ids") == 3, "three in line")
+    wait_until(lambda: _in_line(admin, "/ids") == 3, "three in line")
     expected = [("alpha", True), ("beta", False), ("", False)]
     for latch in (alpha, beta, anonymous):
         assert [(p.id, p.is_leader) for p in latch.participants()] == expected
@@ -492,7 +486,7 @@ def test_followers_watch_only_their_predecessor(
     for index, client in enumerate(clients):
         latch = _latch(client, "/herd", f"c{index}").start()
         latches.append(latch)
-        _wait_until(lambda: _in_line(clients[0], "/herd") == len(latches), "in line")
+        wait_until(lambda: _in_line(clients[0], "/herd") == len(latches), "in line")
     assert latches[0].await_leadership(10)
     nodes = [latch.node or "" for latch in latches]
 
@@ -510,7 +504,7 @@ def test_followers_watch_only_their_predecessor(
 
     # Each follower watches its predecessor; the leader watches its own node.
     expected = {nodes[0]: 2, nodes[1]: 1, nodes[2]: 1, nodes[3]: 1}
-    _wait_until(lambda: watchers() == expected, f"watches {expected}")
+    wait_until(lambda: watchers() == expected, f"watches {expected}")
     for latch in reversed(latches):
         latch.close()
 

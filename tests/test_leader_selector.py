@@ -22,7 +22,7 @@ from zk_recipes import (
     RecipeUsageError,
     ZkClient,
 )
-from zk_recipes.testing import StateRecorder, TcpProxy, expire_session
+from zk_recipes.testing import StateRecorder, TcpProxy, expire_session, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 NODE_NAME = re.compile(r"_c_[0-9a-f-]{36}-lock-\d{10}")
@@ -74,13 +74,6 @@ def _in_line(client: ZkClient, path: str) -> int:
         return len(client.get_children(path))
     except NoNodeError:
         return 0
-
-
-def _wait_until(condition: Callable[[], object], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} not reached within {timeout} s"
-        time.sleep(0.02)
 
 
 # -- four processes ---------------------------------------------------------------------
@@ -140,7 +133,7 @@ def test_four_processes_take_turns_and_never_overlap(
         def done() -> int:
             return sum(len(log.read_text().splitlines()) for log in logs if log.exists())
 
-        _wait_until(lambda: done() >= terms, f"{terms} terms", timeout=60)
+        wait_until(lambda: done() >= terms, f"{terms} terms", timeout=60)
         stop.set()
         for child in children:
             child.join(30)
@@ -272,7 +265,7 @@ def test_without_auto_requeue_it_leads_once_until_requeued(zk_client: ZkClient) 
     terms = Terms(hold=False)
     selector = LeaderSelector(zk_client, "/once", terms).start()
     terms.wait_ended(1)
-    _wait_until(lambda: not selector.statistics().queued, "idle after one term")
+    wait_until(lambda: not selector.statistics().queued, "idle after one term")
     time.sleep(0.2)
     assert len(terms.started) == 1
     assert selector.requeue() is True
@@ -288,7 +281,7 @@ def test_requeue_while_queued_returns_false(zk_client_factory: ClientFactory) ->
     holder = LeaderSelector(zk_client_factory(), "/queued", holder_terms).start()
     holder_terms.wait_started()
     waiter = LeaderSelector(zk_client_factory(), "/queued", waiter_terms).start()
-    _wait_until(lambda: waiter.statistics().queued, "waiter queued")
+    wait_until(lambda: waiter.statistics().queued, "waiter queued")
     assert waiter.requeue() is False
     assert not waiter.has_leadership()
     holder.close()
@@ -303,7 +296,7 @@ def test_participants_ids_and_node_layout(zk_client_factory: ClientFactory) -> N
     alpha_ctx = alpha_terms.wait_started()
     beta_terms = Terms()
     beta = LeaderSelector(zk_client_factory(), "/ids", beta_terms, identifier="beta").start()
-    _wait_until(lambda: _in_line(admin, "/ids") == 2, "beta in line")
+    wait_until(lambda: _in_line(admin, "/ids") == 2, "beta in line")
     for selector in (alpha, beta):
         assert [(p.id, p.is_leader) for p in selector.participants()] == [
             ("alpha", True),

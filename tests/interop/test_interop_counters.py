@@ -11,20 +11,13 @@ from __future__ import annotations
 import functools
 import struct
 import threading
-import time
 from collections.abc import Callable
 
 from zk_recipes import AtomicLong, SharedCount, VersionedValue, ZkClient
+from zk_recipes.testing import wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 from .curator import CuratorPeer, PeerFactory
-
-
-def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.02)
 
 
 def java_get(peer: CuratorPeer, handle: str) -> int:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from zk_recipes._states import ConnectionState, StateChange
 
 
-def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+def wait_until(predicate: Callable[[], object], what: str, timeout: float = 10.0) -> None:
     """Poll ``predicate`` until it is true; AssertionError naming ``what`` after ``timeout`` s.
 
     For conditions no event tells about (a node another client sees, a
