@@ -102,7 +102,10 @@ class ProcessClient:
                 try:
                     client.start()
                 except ZkRecipesError as exc:
-                    log.warning("connecting to ZooKeeper in the background failed: %s", exc)
+                    if client.is_closed:  # close() ended the start: shutting down, not a fault
+                        log.debug("background start ended by close(): %s", exc)
+                    else:
+                        log.warning("connecting to ZooKeeper in the background failed: %s", exc)
 
             self._starter = threading.Thread(
                 target=start, name="zk-recipes process client start", daemon=True
