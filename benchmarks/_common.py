@@ -202,6 +202,15 @@ class Target:
         first = self.four_letter("srvr").splitlines()[0]
         return first.partition(":")[2].strip() or first
 
+    def remove_root(self, admin: Any) -> None:
+        """Delete this run's znodes with ``admin`` (a kazoo client), and the shared
+        parent too if no other run left anything there. Best effort: a run's
+        results matter more than its clean-up."""
+        with contextlib.suppress(Exception):
+            admin.delete(self.root, recursive=True)
+        with contextlib.suppress(Exception):
+            admin.delete(self.root.rpartition("/")[0])  # only if empty
+
     def calibrate(self, quiet_s: float) -> None:
         """Measure the ``mntr`` overhead, then foreign traffic over ``quiet_s`` seconds."""
         deltas = []

@@ -589,10 +589,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         admin.start(timeout=30)
 
         def cleanup() -> None:
-            with contextlib.suppress(Exception):
-                admin.delete(target.root, recursive=True)
-            with contextlib.suppress(Exception):
-                admin.delete(target.root.rpartition("/")[0])  # only if empty
+            target.remove_root(admin)
             admin.stop()
             admin.close()
 

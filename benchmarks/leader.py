@@ -387,10 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             with contextlib.suppress(Exception):
                 max_latency = target.mntr().get("zk_max_latency", "")
-            with contextlib.suppress(Exception):
-                admin.delete(target.root, recursive=True)
-            with contextlib.suppress(Exception):
-                admin.delete(target.root.rpartition("/")[0])  # only if empty
+            target.remove_root(admin)
             admin.stop()
             admin.close()
         doc["meta"] = {

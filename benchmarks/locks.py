@@ -709,10 +709,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     failed.append(f"section {section} failed: {exc!r}")
         finally:
             server_stats = _server_stats(target)
-            with contextlib.suppress(Exception):
-                admin.delete(target.root, recursive=True)
-            with contextlib.suppress(Exception):
-                admin.delete(target.root.rpartition("/")[0])  # only if empty
+            target.remove_root(admin)
             stop_kazoo(admin)
         doc["meta"] = {
             "benchmark": "locks",
