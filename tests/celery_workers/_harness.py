@@ -33,6 +33,9 @@ RECORD_DIR = HERE
 POLL_INTERVAL = 0.05
 LOG_TAIL_LINES = 200
 #: The worker logs ``<name>@<host> ready.`` once it consumes (Celery's ``worker_ready``).
+#: Session timeout the worker tests give their Celery processes: short, since the
+#: kill -9 tests wait for it to expire.
+SESSION_TIMEOUT = 3.0
 WORKER_READY = " ready."
 BEAT_READY = "beat: Starting..."
 

@@ -16,7 +16,7 @@ import pytest
 
 from zk_recipes.testing import HarnessError, RedisServer
 
-from celery_workers._harness import CeleryProject
+from celery_workers._harness import SESSION_TIMEOUT, CeleryProject
 
 _FAILED = pytest.StashKey[bool]()
 
@@ -62,3 +62,13 @@ def celery_project(
     finally:
         if (not closed or request.node.stash.get(_FAILED, False)) and project.processes:
             print(project.logs_report())
+
+
+@pytest.fixture
+def project(celery_project: CeleryProject, zk_hosts: str, zk_namespace: str) -> CeleryProject:
+    """``celery_project`` whose apps read ZK_HOSTS, ZK_NAMESPACE and ZK_SESSION_TIMEOUT:
+    this test's server and namespace, and SESSION_TIMEOUT unless a test overrides it."""
+    celery_project.env["ZK_HOSTS"] = zk_hosts
+    celery_project.env["ZK_NAMESPACE"] = zk_namespace
+    celery_project.env["ZK_SESSION_TIMEOUT"] = str(SESSION_TIMEOUT)
+    return celery_project

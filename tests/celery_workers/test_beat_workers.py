@@ -12,11 +12,10 @@ import pytest
 from zk_recipes import ZkClient
 from zk_recipes.testing import wait_until
 
-from celery_workers._harness import CeleryProcess, CeleryProject, Record
+from celery_workers._harness import SESSION_TIMEOUT, CeleryProcess, CeleryProject, Record
 
 pytestmark = pytest.mark.slow
 
-SESSION_TIMEOUT = 3.0
 WINDOW = 6.0
 ELECTION = "/celery/beat/proj"
 
@@ -58,14 +57,6 @@ APP = textwrap.dedent(
         record(task="plain")
     """
 )
-
-
-@pytest.fixture
-def project(celery_project: CeleryProject, zk_hosts: str, zk_namespace: str) -> CeleryProject:
-    celery_project.env["ZK_HOSTS"] = zk_hosts
-    celery_project.env["ZK_NAMESPACE"] = zk_namespace
-    celery_project.env["ZK_SESSION_TIMEOUT"] = str(SESSION_TIMEOUT)
-    return celery_project
 
 
 def _times(

@@ -13,11 +13,10 @@ import pytest
 from zk_recipes import NoNodeError, ZkClient
 from zk_recipes.testing import wait_until
 
-from celery_workers._harness import CeleryProject, Record
+from celery_workers._harness import SESSION_TIMEOUT, CeleryProject, Record
 
 pytestmark = pytest.mark.slow
 
-SESSION_TIMEOUT = 3.0
 
 APP = textwrap.dedent(
     """
@@ -92,14 +91,6 @@ APP = textwrap.dedent(
             return []
     """
 )
-
-
-@pytest.fixture
-def project(celery_project: CeleryProject, zk_hosts: str, zk_namespace: str) -> CeleryProject:
-    celery_project.env["ZK_HOSTS"] = zk_hosts
-    celery_project.env["ZK_NAMESPACE"] = zk_namespace
-    celery_project.env["ZK_SESSION_TIMEOUT"] = str(SESSION_TIMEOUT)
-    return celery_project
 
 
 def _intervals(records: list[Record], task: str, key: str = "i") -> list[tuple[float, float, int]]:
