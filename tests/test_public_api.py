@@ -69,7 +69,7 @@ def test_kazoo_is_confined_to_the_adapter() -> None:
         if "kazoo" in _imports(path)
     )
     # The harness drives raw kazoo clients on purpose (expiring another session).
-    assert users == ["zk_recipes/_kazoo.py", "zk_recipes/testing/_faults.py"]
+    assert users == ["zk_recipes/_client/kazoo.py", "zk_recipes/testing/_faults.py"]
 
 
 def test_py_typed_markers_ship() -> None:

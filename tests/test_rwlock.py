@@ -15,7 +15,7 @@ from collections.abc import Callable
 import pytest
 
 from zk_recipes import LockLost, NoNodeError, ReadWriteLock, RecipeUsageError, ZkClient
-from zk_recipes._rwlock import READ_TOKEN, WRITE_TOKEN
+from zk_recipes._locks.rwlock import READ_TOKEN, WRITE_TOKEN
 from zk_recipes.testing import expire_session, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 

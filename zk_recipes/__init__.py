@@ -15,10 +15,19 @@ from zk_recipes._acl import (
     Perms,
     digest_acl,
 )
-from zk_recipes._atomic import AtomicInt, AtomicLong, AtomicStats, AtomicValue, PromotedToLock
-from zk_recipes._barrier import Barrier, DoubleBarrier
-from zk_recipes._client import CreateResult, ZkClient
-from zk_recipes._counter import SharedCount, VersionedValue
+from zk_recipes._barriers.barrier import Barrier, DoubleBarrier
+from zk_recipes._client.client import CreateResult, ZkClient
+from zk_recipes._client.kazoo import CreateMode, Pending, WatchEvent, WatchEventType, ZnodeStat
+from zk_recipes._client.process import ProcessClient
+from zk_recipes._client.states import ConnectionState, StateChange
+from zk_recipes._counters.atomic import (
+    AtomicInt,
+    AtomicLong,
+    AtomicStats,
+    AtomicValue,
+    PromotedToLock,
+)
+from zk_recipes._counters.shared_count import SharedCount, VersionedValue
 from zk_recipes._errors import (
     BadVersionError,
     ClientStateError,
@@ -45,9 +54,7 @@ from zk_recipes._errors import (
     ZkRecipesError,
     ZkTimeoutError,
 )
-from zk_recipes._group import GroupMember, MembershipChange
-from zk_recipes._kazoo import CreateMode, Pending, WatchEvent, WatchEventType, ZnodeStat
-from zk_recipes._leader import (
+from zk_recipes._leader.latch import (
     CloseMode,
     ErrorPolicy,
     LeaderLatch,
@@ -55,10 +62,17 @@ from zk_recipes._leader import (
     LeaderLatchStatistics,
     Participant,
 )
-from zk_recipes._lock import Contender, Lock, LockStatistics, RLock
-from zk_recipes._multilock import MultiLock, MultiLockStatistics
-from zk_recipes._nodes import PersistentNode, PersistentNodeEvent, PersistentNodeState
-from zk_recipes._process import ProcessClient
+from zk_recipes._leader.selector import LeaderSelector, LeaderSelectorStatistics, LeadershipContext
+from zk_recipes._locks.lock import Contender, Lock, LockStatistics, RLock
+from zk_recipes._locks.multilock import MultiLock, MultiLockStatistics
+from zk_recipes._locks.rwlock import ReadLock, ReadWriteLock, WriteLock
+from zk_recipes._locks.semaphore import Lease, Semaphore, SemaphoreMutex, SemaphoreStatistics
+from zk_recipes._nodes.group_member import GroupMember, MembershipChange
+from zk_recipes._nodes.persistent_node import (
+    PersistentNode,
+    PersistentNodeEvent,
+    PersistentNodeState,
+)
 from zk_recipes._retry import (
     BoundedExponentialBackoffRetry,
     ExponentialBackoffRetry,
@@ -71,11 +85,7 @@ from zk_recipes._retry import (
     is_retryable,
     retry,
 )
-from zk_recipes._rwlock import ReadLock, ReadWriteLock, WriteLock
-from zk_recipes._selector import LeaderSelector, LeaderSelectorStatistics, LeadershipContext
-from zk_recipes._semaphore import Lease, Semaphore, SemaphoreMutex, SemaphoreStatistics
 from zk_recipes._settings import ClientSettings, TlsOptions
-from zk_recipes._states import ConnectionState, StateChange
 
 __version__ = "0.1.0.dev0"
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from zk_recipes import NoNodeError, ReadWriteLock, Semaphore, SemaphoreMutex, ZkClient
-from zk_recipes._rwlock import READ_TOKEN, WRITE_TOKEN
+from zk_recipes._locks.rwlock import READ_TOKEN, WRITE_TOKEN
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 from .curator import CuratorPeer, PeerFactory

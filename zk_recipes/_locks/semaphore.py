@@ -24,7 +24,7 @@ global count with ITS limit, so give every process the same one.
 Holding: a lease's fencing token is its node's czxid (leases are made under
 the mutex, so tokens grow). SUSPENDED puts held leases in doubt; LOST (or a
 new session) loses them: ``lost`` is set, ``on_lost`` callbacks run and
-``check()`` raises LockLost — the same rules as Lock (_lock.node_lost_by).
+``check()`` raises LockLost — the same rules as Lock (_locks/lock.py node_lost_by).
 
 Threads: like ``threading.Semaphore``, any thread may ``release()``; it gives
 back one lease this object holds (preferring the last one the calling
@@ -43,8 +43,9 @@ import time
 from collections.abc import Callable
 
 from zk_recipes import _paths
-from zk_recipes._client import ZkClient
-from zk_recipes._contenders import ContenderQueue, Entry
+from zk_recipes._client.client import ZkClient
+from zk_recipes._client.kazoo import WatchEvent
+from zk_recipes._client.states import StateChange
 from zk_recipes._deadline import acquire_deadline, request_timeout
 from zk_recipes._errors import (
     ClientStateError,
@@ -55,8 +56,9 @@ from zk_recipes._errors import (
     SessionLost,
     ZkTimeoutError,
 )
-from zk_recipes._kazoo import WatchEvent
-from zk_recipes._lock import (
+from zk_recipes._internals.contenders import ContenderQueue, Entry
+from zk_recipes._internals.locklike import LockVerbs
+from zk_recipes._locks.lock import (
     Contender,
     Lock,
     LockStatistics,
@@ -65,8 +67,6 @@ from zk_recipes._lock import (
     node_lost_by,
     owner_data,
 )
-from zk_recipes._states import StateChange
-from zk_recipes._verbs import LockVerbs
 
 log = logging.getLogger("zk_recipes.semaphore")
 

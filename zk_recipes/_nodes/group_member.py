@@ -21,19 +21,19 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from zk_recipes import _paths
-from zk_recipes._client import ZkClient
+from zk_recipes._client.client import ZkClient
+from zk_recipes._client.kazoo import WatchEvent
+from zk_recipes._client.states import SerialExecutor, StateChange
 from zk_recipes._errors import (
     NoNodeError,
 )
-from zk_recipes._kazoo import WatchEvent
-from zk_recipes._nodes import (
+from zk_recipes._nodes.persistent_node import (
     PersistentNode,
     PersistentNodeEvent,
     PersistentNodeState,
     _check_callable,
     _Worker,
 )
-from zk_recipes._states import SerialExecutor, StateChange
 
 log = logging.getLogger("zk_recipes.group")
 

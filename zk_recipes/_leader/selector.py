@@ -1,7 +1,7 @@
 """LeaderSelector: Curator's LeaderSelector, with cooperative cancellation.
 
 Algorithm. Leadership is holding a Lock (the fair, fenced mutex of
-_lock.py) on the selector's path while the user's ``take_leadership(ctx)``
+_locks/lock.py) on the selector's path while the user's ``take_leadership(ctx)``
 runs on the selector's own thread; when it returns (or raises) the lock is
 released and the next candidate leads. With ``auto_requeue=True`` the
 selector queues again after every term; otherwise it competes once per
@@ -44,8 +44,9 @@ import threading
 from collections.abc import Callable
 
 from zk_recipes import _paths
-from zk_recipes._client import ZkClient
-from zk_recipes._contenders import Cancellation, ContenderQueue, Entry
+from zk_recipes._client.client import ZkClient
+from zk_recipes._client.kazoo import WatchEvent, WatchEventType
+from zk_recipes._client.states import ConnectionState, SerialExecutor, StateChange
 from zk_recipes._errors import (
     ClientStateError,
     ConnectionLostError,
@@ -54,10 +55,9 @@ from zk_recipes._errors import (
     RetriesExhaustedError,
     ZkTimeoutError,
 )
-from zk_recipes._kazoo import WatchEvent, WatchEventType
-from zk_recipes._leader import ErrorPolicy, Participant, read_participants
-from zk_recipes._lock import LOCK_TOKEN, Lock
-from zk_recipes._states import ConnectionState, SerialExecutor, StateChange
+from zk_recipes._internals.contenders import Cancellation, ContenderQueue, Entry
+from zk_recipes._leader.latch import ErrorPolicy, Participant, read_participants
+from zk_recipes._locks.lock import LOCK_TOKEN, Lock
 
 log = logging.getLogger("zk_recipes.leader")
 

@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
+from zk_recipes._client.kazoo import ZnodeStat
 from zk_recipes._errors import ConnectionLostError, NoNodeError, SessionLost, ZkRecipesError
-from zk_recipes._kazoo import ZnodeStat
 
 log = logging.getLogger("zk_recipes.client")
 

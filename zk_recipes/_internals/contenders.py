@@ -41,7 +41,8 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 
 from zk_recipes import _paths
-from zk_recipes._client import ZkClient
+from zk_recipes._client.client import ZkClient
+from zk_recipes._client.kazoo import CreateMode, WatchEvent, WatchEventType
 from zk_recipes._deadline import expired, remaining, request_timeout
 from zk_recipes._errors import (
     ConnectionLostError,
@@ -49,7 +50,6 @@ from zk_recipes._errors import (
     SessionLost,
     ZkTimeoutError,
 )
-from zk_recipes._kazoo import CreateMode, WatchEvent, WatchEventType
 
 log = logging.getLogger("zk_recipes.contenders")
 

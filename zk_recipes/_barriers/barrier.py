@@ -64,7 +64,8 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from zk_recipes import _paths
-from zk_recipes._client import ZkClient
+from zk_recipes._client.client import ZkClient
+from zk_recipes._client.kazoo import CreateMode, WatchEvent, ZnodeStat
 from zk_recipes._deadline import expired, remaining, wait_deadline
 from zk_recipes._errors import (
     BadVersionError,
@@ -76,7 +77,6 @@ from zk_recipes._errors import (
     RetriesExhaustedError,
     ZkTimeoutError,
 )
-from zk_recipes._kazoo import CreateMode, WatchEvent, ZnodeStat
 
 log = logging.getLogger("zk_recipes.barrier")
 

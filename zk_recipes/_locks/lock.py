@@ -1,6 +1,6 @@
 """Lock and RLock: Curator's InterProcessMutex, fenced and loss-aware.
 
-Algorithm: the contender queue (_contenders.py) with the mutex rule: a
+Algorithm: the contender queue (_internals/contenders.py) with the mutex rule: a
 contender holds the lock while it is first by sequence number and waits on
 its immediate predecessor otherwise. An uncontended acquire+release costs
 three requests in two round trips (create pipelined with the children read,
@@ -45,8 +45,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from zk_recipes import _paths
-from zk_recipes._client import ZkClient
-from zk_recipes._contenders import ContenderQueue, Entry, Rule, first_in_line
+from zk_recipes._client.client import ZkClient
+from zk_recipes._client.states import ConnectionState, StateChange
 from zk_recipes._deadline import acquire_deadline
 from zk_recipes._errors import (
     ConnectionLostError,
@@ -55,8 +55,8 @@ from zk_recipes._errors import (
     RecipeUsageError,
     ZkTimeoutError,
 )
-from zk_recipes._states import ConnectionState, StateChange
-from zk_recipes._verbs import LockVerbs
+from zk_recipes._internals.contenders import ContenderQueue, Entry, Rule, first_in_line
+from zk_recipes._internals.locklike import LockVerbs
 
 log = logging.getLogger("zk_recipes.lock")
 

@@ -1,6 +1,6 @@
 """SharedCount (Curator's SharedCount), and the number encoding it shares with AtomicLong.
 
-SharedCount and the atomics (_atomic.py) keep a number in one PERSISTENT
+SharedCount and the atomics (_counters/atomic.py) keep a number in one PERSISTENT
 node (under CONTAINER parents), as big-endian two's complement: 4 bytes for
 SharedCount and AtomicInt, 8 for AtomicLong — Curator's bytes exactly, so
 Java and Python share counters.
@@ -32,7 +32,9 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from zk_recipes import _paths
-from zk_recipes._client import ZkClient
+from zk_recipes._client.client import ZkClient
+from zk_recipes._client.kazoo import WatchEvent, ZnodeStat
+from zk_recipes._client.states import SerialExecutor, StateChange
 from zk_recipes._errors import (
     BadVersionError,
     ClientStateError,
@@ -44,8 +46,6 @@ from zk_recipes._errors import (
     RetriesExhaustedError,
     ZkTimeoutError,
 )
-from zk_recipes._kazoo import WatchEvent, ZnodeStat
-from zk_recipes._states import SerialExecutor, StateChange
 
 log = logging.getLogger("zk_recipes.counter")
 

@@ -36,10 +36,10 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from zk_recipes._client import ZkClient
+from zk_recipes._client.client import ZkClient
 from zk_recipes._deadline import acquire_deadline
 from zk_recipes._errors import RecipeUsageError
-from zk_recipes._verbs import LockVerbs
+from zk_recipes._internals.locklike import LockVerbs
 
 log = logging.getLogger("zk_recipes.lock")
 

@@ -50,7 +50,15 @@ import threading
 from collections.abc import Callable
 
 from zk_recipes import _paths
-from zk_recipes._client import CreateResult, ZkClient
+from zk_recipes._client.client import CreateResult, ZkClient
+from zk_recipes._client.kazoo import (
+    CreateMode,
+    WatchEvent,
+    WatchEventType,
+    ZnodeStat,
+    run_in_thread,
+)
+from zk_recipes._client.states import ConnectionState, SerialExecutor, StateChange
 from zk_recipes._errors import (
     ClientStateError,
     ConnectionLostError,
@@ -60,8 +68,6 @@ from zk_recipes._errors import (
     RetriesExhaustedError,
     ZkTimeoutError,
 )
-from zk_recipes._kazoo import CreateMode, WatchEvent, WatchEventType, ZnodeStat, run_in_thread
-from zk_recipes._states import ConnectionState, SerialExecutor, StateChange
 
 log = logging.getLogger("zk_recipes.nodes")
 

@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections.abc import Callable
 
-from zk_recipes._client import ZkClient
+from zk_recipes._client.client import ZkClient
 from zk_recipes._errors import ConnectTimeoutError, ZkRecipesError
 from zk_recipes._settings import ClientSettings
 

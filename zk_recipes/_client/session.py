@@ -25,9 +25,9 @@ import logging
 import threading
 import time
 
-from zk_recipes._kazoo import KazooConnection, run_in_thread
+from zk_recipes._client.kazoo import KazooConnection, run_in_thread
+from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateChange
 from zk_recipes._settings import ClientSettings
-from zk_recipes._states import ConnectionState, ListenerRegistry, StateChange
 
 log = logging.getLogger("zk_recipes.client")
 

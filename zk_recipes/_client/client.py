@@ -2,10 +2,10 @@
 
 Design notes.
 
-- **States and simulated expiry** live in _session.py (SessionTracker):
+- **States and simulated expiry** live in _client/session.py (SessionTracker):
   Curator's five states, LOST declared locally when the server has been
   silent for too long, abandoned sessions closed on the server.
-- **Listeners** run on threads of their own, never kazoo's (_states.py).
+- **Listeners** run on threads of their own, never kazoo's (_client/states.py).
 - **Namespace.** Paths are relative to ``namespace`` (a chroot-like prefix
   created lazily as a CONTAINER). kazoo's own chroot is not used: it cannot
   create its root and warns when the root is missing.
@@ -31,7 +31,18 @@ from typing import Any, NamedTuple, TypeVar
 
 from zk_recipes import _paths
 from zk_recipes._acl import Acl
-from zk_recipes._deletes import GuaranteedDeleter
+from zk_recipes._client.deletes import GuaranteedDeleter
+from zk_recipes._client.kazoo import (
+    CreateMode,
+    KazooConnection,
+    Pending,
+    WatchCallback,
+    WatchEvent,
+    ZnodeStat,
+    run_in_thread,
+)
+from zk_recipes._client.session import SessionTracker
+from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateListener
 from zk_recipes._errors import (
     ClientStateError,
     ConnectionLostError,
@@ -42,19 +53,8 @@ from zk_recipes._errors import (
     UnsupportedFeatureError,
     ZkTimeoutError,
 )
-from zk_recipes._kazoo import (
-    CreateMode,
-    KazooConnection,
-    Pending,
-    WatchCallback,
-    WatchEvent,
-    ZnodeStat,
-    run_in_thread,
-)
 from zk_recipes._retry import retry
-from zk_recipes._session import SessionTracker
 from zk_recipes._settings import ClientSettings
-from zk_recipes._states import ConnectionState, ListenerRegistry, StateListener
 
 log = logging.getLogger("zk_recipes.client")
 

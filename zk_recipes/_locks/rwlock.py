@@ -1,7 +1,7 @@
 """ReadWriteLock: Curator's InterProcessReadWriteLock, fair to writers, with downgrade.
 
 Algorithm: readers and writers queue in ONE directory (the contender queue of
-_contenders.py), ordered by sequence number whatever their kind.
+_internals/contenders.py), ordered by sequence number whatever their kind.
 
 - A **writer** holds the lock while it is first among all children, and waits
   on its immediate predecessor otherwise (Curator's rule).
@@ -44,18 +44,18 @@ import threading
 from collections.abc import Callable
 
 from zk_recipes import _paths
-from zk_recipes._client import ZkClient
-from zk_recipes._contenders import Entry, Rule, sort_key
+from zk_recipes._client.client import ZkClient
+from zk_recipes._client.kazoo import CreateMode
 from zk_recipes._deadline import acquire_deadline
 from zk_recipes._errors import RecipeUsageError
-from zk_recipes._kazoo import CreateMode
-from zk_recipes._lock import (
+from zk_recipes._internals.contenders import Entry, Rule, sort_key
+from zk_recipes._internals.locklike import LockVerbs
+from zk_recipes._locks.lock import (
     Contender,
     LockStatistics,
     _Mutex,
     owner_data,
 )
-from zk_recipes._verbs import LockVerbs
 
 log = logging.getLogger("zk_recipes.lock")
 

@@ -1,7 +1,7 @@
 """LeaderLatch: Curator's LeaderLatch, fenced, and safe across session loss.
 
 Algorithm. Every candidate keeps one node in the latch directory (the
-contender queue of _contenders.py); the first node by sequence number leads.
+contender queue of _internals/contenders.py); the first node by sequence number leads.
 A candidate that is not first watches only its immediate predecessor (a
 getData watch: one notification per change, no herd). When that predecessor
 is deleted and it was the head of the queue we saw, we lead at once, without
@@ -49,8 +49,9 @@ import time
 from typing import Protocol
 
 from zk_recipes import _paths
-from zk_recipes._client import ZkClient
-from zk_recipes._contenders import ContenderQueue, Entry
+from zk_recipes._client.client import ZkClient
+from zk_recipes._client.kazoo import WatchEvent, WatchEventType
+from zk_recipes._client.states import ConnectionState, SerialExecutor, StateChange
 from zk_recipes._errors import (
     ClientStateError,
     ConnectionLostError,
@@ -59,9 +60,8 @@ from zk_recipes._errors import (
     RetriesExhaustedError,
     ZkTimeoutError,
 )
-from zk_recipes._kazoo import WatchEvent, WatchEventType
-from zk_recipes._lock import node_in_doubt, node_lost_by
-from zk_recipes._states import ConnectionState, SerialExecutor, StateChange
+from zk_recipes._internals.contenders import ContenderQueue, Entry
+from zk_recipes._locks.lock import node_in_doubt, node_lost_by
 
 log = logging.getLogger("zk_recipes.leader")
 

@@ -1,7 +1,7 @@
 """AtomicLong and AtomicInt: Curator's DistributedAtomicLong / DistributedAtomicInteger.
 
 The number lives in one PERSISTENT node, 8 (long) or 4 (int) bytes of
-big-endian two's complement, encoded as in _counter.py.
+big-endian two's complement, encoded as in _counters/shared_count.py.
 
 **AtomicLong / AtomicInt**: no cache. One *try* = read value and stat →
 compute → ``create`` if absent, else ``setData`` with the read version;
@@ -33,8 +33,9 @@ from collections.abc import Callable
 from typing import ClassVar, NamedTuple
 
 from zk_recipes import _paths
-from zk_recipes._client import ZkClient
-from zk_recipes._counter import check_int, decode, encode, wrap
+from zk_recipes._client.client import ZkClient
+from zk_recipes._client.kazoo import ZnodeStat
+from zk_recipes._counters.shared_count import check_int, decode, encode, wrap
 from zk_recipes._errors import (
     BadVersionError,
     ConnectionLostError,
@@ -43,8 +44,7 @@ from zk_recipes._errors import (
     SessionLost,
     ZkTimeoutError,
 )
-from zk_recipes._kazoo import ZnodeStat
-from zk_recipes._lock import Lock
+from zk_recipes._locks.lock import Lock
 from zk_recipes._retry import BoundedExponentialBackoffRetry, RetryNTimes, RetryPolicy
 
 log = logging.getLogger("zk_recipes.atomic")
