@@ -24,7 +24,7 @@ from zk_recipes import (
     ZkClient,
     ZkTimeoutError,
 )
-from zk_recipes._barriers.barrier import READY_NODE
+from zk_recipes._barriers.double_barrier import READY_NODE
 from zk_recipes.testing import StateRecorder, TcpProxy, ZooKeeperServer, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 

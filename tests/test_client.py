@@ -14,6 +14,7 @@ from zk_recipes import (
     READ_ACL_UNSAFE,
     BadVersionError,
     ClientStateError,
+    ConfigurationError,
     ConnectionState,
     ConnectTimeoutError,
     CreateMode,
@@ -319,7 +320,7 @@ def test_bad_requests_fail_before_sending(zk_client: ZkClient) -> None:
 
 
 def test_missing_hosts_is_a_clear_error() -> None:
-    with pytest.raises(ClientStateError, match="needs hosts"):
+    with pytest.raises(ConfigurationError, match="needs hosts"):
         ZkClient()
 
 

@@ -28,7 +28,7 @@ from zk_recipes import (
     ZkRecipesError,
     ZnodeStat,
 )
-from zk_recipes._counters.shared_count import decode, encode, is_newer, wrap
+from zk_recipes._counters.encoding import decode, encode, is_newer, wrap
 from zk_recipes.testing import StateRecorder, TcpProxy, ZooKeeperServer, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 

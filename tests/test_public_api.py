@@ -39,7 +39,31 @@ def test_every_error_is_rooted_at_zk_recipes_error() -> None:
     assert all(issubclass(e, zk_recipes.ZkRecipesError) for e in errors)
     # "you closed it" and "the world broke it" stay apart.
     assert not issubclass(zk_recipes.SessionLost, zk_recipes.ClientStateError)
-    assert issubclass(zk_recipes.SessionLost, zk_recipes.ConnectionLostError)
+    # "try again" (transient) and "it is gone" (terminal) are siblings: code that
+    # retries on ConnectionLostError never retries past a lost lock.
+    assert not issubclass(zk_recipes.SessionLost, zk_recipes.ConnectionLostError)
+    assert not issubclass(zk_recipes.LockLost, zk_recipes.ConnectionLostError)
+    assert not issubclass(zk_recipes.ConnectionLostError, zk_recipes.SessionLost)
+    assert not zk_recipes.is_retryable(zk_recipes.LockLost("x"))
+    # Every bad argument is a ConfigurationError, a ValueError (and a TypeError when
+    # it is of the wrong type).
+    for bad_argument in (
+        zk_recipes.InvalidPathError,
+        zk_recipes.DataTooLargeError,
+        zk_recipes.WrongTypeError,
+    ):
+        assert issubclass(bad_argument, zk_recipes.ConfigurationError)
+    assert issubclass(zk_recipes.ConfigurationError, ValueError)
+    assert issubclass(zk_recipes.WrongTypeError, TypeError)
+
+
+def test_public_names_report_the_facade_as_their_module() -> None:
+    for name in zk_recipes.__all__:
+        value = getattr(zk_recipes, name)
+        if isinstance(value, type) or callable(value):
+            assert value.__module__ == "zk_recipes", name
+    assert repr(zk_recipes.ConnectionState.LOST).startswith("<ConnectionState.LOST")
+    assert zk_recipes.ZkClient.start.__module__ == "zk_recipes"
 
 
 def _imports(path: pathlib.Path) -> set[str]:

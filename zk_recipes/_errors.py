@@ -2,15 +2,21 @@
 
 Keep "you asked for something wrong" apart from "the world broke it": the
 first is a bug in the caller and retrying will not help; the second is what
-coordination code must plan for. kazoo errors are wrapped (``raise ... from
-exc``) so callers never need to import kazoo to handle ours.
+coordination code must plan for. Among the second, keep "try again" apart
+from "it is gone": ``ConnectionLostError`` is transient (retry once
+connected), ``SessionLost`` is terminal (the session's ephemeral nodes, and
+every lock, lease and leadership they carried, are gone). They are siblings
+on purpose: code that retries on ``ConnectionLostError`` must never retry
+its way past a lost lock. kazoo errors are wrapped (``raise ... from exc``)
+so callers never need to import kazoo to handle ours.
 
 ::
 
     ZkRecipesError
-    ├── ConfigurationError        bad settings, hosts string, option values
-    ├── InvalidPathError          malformed znode path (ValueError too)
-    ├── DataTooLargeError         node data over the server's 1 MB limit (ValueError too)
+    ├── ConfigurationError        a bad setting or argument (ValueError too); says what to fix
+    │   ├── WrongTypeError        ... of the wrong type (TypeError too)
+    │   ├── InvalidPathError      a malformed znode path
+    │   └── DataTooLargeError     node data over the server's limit (1 MB by default)
     ├── ClientStateError          client not started, closed, or used after fork()
     ├── RecipeUsageError          misuse: re-entering a non-re-entrant lock, releasing
     │                             a lock this thread does not hold (RuntimeError too)
@@ -18,11 +24,11 @@ exc``) so callers never need to import kazoo to handle ours.
     ├── ZkTimeoutError            an operation did not finish in time (TimeoutError too)
     │   ├── ConnectTimeoutError   start() could not reach the ensemble in time
     │   └── LockTimeout           a lock/lease was not acquired in time (context forms)
-    ├── ConnectionLostError       the connection broke (retryable)
-    │   ├── OperationTimeoutError the server did not answer in time (retryable; TimeoutError too)
-    │   ├── SessionMovedError     the session moved to another server (retryable)
-    │   └── SessionLost           the session expired, really or simulated (NOT retryable)
-    │       └── LockLost          a lock this process held is gone with its session
+    ├── ConnectionLostError       the connection broke: TRANSIENT, retry once connected
+    │   ├── OperationTimeoutError the server did not answer in time (TimeoutError too)
+    │   └── SessionMovedError     the session moved to another server
+    ├── SessionLost               the session is gone, really or simulated: TERMINAL
+    │   └── LockLost              a lock this process held is gone with its session
     ├── RetriesExhaustedError     a retry policy gave up; __cause__ holds the last error
     └── NodeError                 a ZooKeeper answer about one node (carries .path)
         ├── NoNodeError
@@ -31,7 +37,8 @@ exc``) so callers never need to import kazoo to handle ours.
         ├── NotEmptyError
         ├── NoAuthError
         ├── NoChildrenForEphemeralsError
-        └── CorruptedValueError   a counter node's bytes are not a number (ValueError too)
+        ├── CorruptedValueError   a counter node's bytes are not a number (ValueError too)
+        └── SequenceOverflowError a contender directory's sequence numbers wrapped around
 """
 
 from __future__ import annotations
@@ -41,15 +48,19 @@ class ZkRecipesError(Exception):
     """Root of every error raised by zk-recipes."""
 
 
-class ConfigurationError(ZkRecipesError):
-    """A setting or option has a wrong value; the message says which and how to fix it."""
+class ConfigurationError(ZkRecipesError, ValueError):
+    """A setting or argument has a wrong value; the message says which and how to fix it."""
 
 
-class InvalidPathError(ZkRecipesError, ValueError):
+class WrongTypeError(ConfigurationError, TypeError):
+    """A setting or argument has the wrong type (a ConfigurationError that is a TypeError too)."""
+
+
+class InvalidPathError(ConfigurationError):
     """A znode path is malformed (relative, trailing slash, empty segment, reserved name)."""
 
 
-class DataTooLargeError(ZkRecipesError, ValueError):
+class DataTooLargeError(ConfigurationError):
     """Node data exceeds what the server accepts (jute.maxbuffer, 1 MB by default)."""
 
 
@@ -78,7 +89,7 @@ class LockTimeout(ZkTimeoutError):
 
 
 class ConnectionLostError(ZkRecipesError):
-    """The connection to the server broke; the operation may or may not have been applied."""
+    """The connection broke; the operation may or may not have been applied. Retryable."""
 
 
 class OperationTimeoutError(ConnectionLostError, TimeoutError):
@@ -89,8 +100,11 @@ class SessionMovedError(ConnectionLostError):
     """The session was re-established on another server while this request was in flight."""
 
 
-class SessionLost(ConnectionLostError):
-    """The session is gone: every ephemeral node it owned is (or soon will be) deleted."""
+class SessionLost(ZkRecipesError):
+    """The session is gone: its ephemeral nodes (locks, leases, leadership) are gone too.
+
+    Not retryable as such: whatever the session held must be taken again.
+    """
 
 
 class LockLost(SessionLost):
@@ -137,6 +151,13 @@ class CorruptedValueError(NodeError, ValueError):
     """A counter node holds fewer bytes than its number needs (Curator: "Corrupted data")."""
 
 
+class SequenceOverflowError(NodeError):
+    """A contender directory's 32-bit sequence counter wrapped: its queue order is broken.
+
+    The message says how to recover (recreate the directory).
+    """
+
+
 __all__ = [
     "BadVersionError",
     "ClientStateError",
@@ -157,9 +178,11 @@ __all__ = [
     "OperationTimeoutError",
     "RecipeUsageError",
     "RetriesExhaustedError",
+    "SequenceOverflowError",
     "SessionLost",
     "SessionMovedError",
     "UnsupportedFeatureError",
+    "WrongTypeError",
     "ZkRecipesError",
     "ZkTimeoutError",
 ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import uuid
 
-from zk_recipes._errors import DataTooLargeError, InvalidPathError
+from zk_recipes._errors import DataTooLargeError, InvalidPathError, WrongTypeError
 
 #: ZooKeeper's default jute.maxbuffer is 0xfffff bytes for a whole packet;
 #: keep 1 KiB for the path, ACLs and framing so a full node still fits.
@@ -101,7 +101,7 @@ def validate_data(data: object, *, path: str, limit: int = DEFAULT_MAX_DATA_BYTE
     if isinstance(data, (bytearray, memoryview)):
         data = bytes(data)
     if not isinstance(data, bytes):
-        raise TypeError(
+        raise WrongTypeError(
             f"node data for {path} must be bytes, got {type(data).__name__}; "
             "encode text first, e.g. value.encode('utf-8')"
         )

@@ -13,10 +13,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from zk_recipes._acl import Acl
 from zk_recipes._errors import ConfigurationError, InvalidPathError
 from zk_recipes._paths import DEFAULT_MAX_DATA_BYTES, normalize_namespace
 from zk_recipes._retry import ExponentialBackoffRetry, RetryPolicy
+from zk_recipes._types import Acl
 
 _HOSTS_HELP = "expected 'host:port[,host:port...]', e.g. 'zk1:2181,zk2:2181,zk3:2181'"
 

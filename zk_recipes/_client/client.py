@@ -2,18 +2,30 @@
 
 Design notes.
 
-- **States and simulated expiry** live in _client/session.py (SessionTracker):
-  Curator's five states, LOST declared locally when the server has been
-  silent for too long, abandoned sessions closed on the server.
+- **States, simulated expiry and the loss epoch** live in _client/session.py
+  (SessionTracker): Curator's five states plus CLOSED, LOST declared locally
+  when the server cannot have heard us for too long, abandoned sessions
+  closed on the server, and the epoch every hold is checked against.
 - **Listeners** run on threads of their own, never kazoo's (_client/states.py).
+- **Creates** (protected names, container parents, create+list pipelining)
+  are _client/creates.py's; guaranteed deletes _client/deletes.py's.
 - **Namespace.** Paths are relative to ``namespace`` (a chroot-like prefix
   created lazily as a CONTAINER). kazoo's own chroot is not used: it cannot
   create its root and warns when the root is missing.
+- **close()** ends every hold before the server can hand it to anyone else:
+  pending guaranteed deletes get their chance first (while the session is
+  still ours), then the tracker ends the session life (the epoch moves and
+  listeners hear CLOSED), and only then is the session closed on the server,
+  which deletes our ephemeral nodes.
+- **A connection that ends by itself** (kazoo's thread stops on AUTH_FAILED
+  or an unexpected error) is rebuilt in the background with back-off; the
+  session it carried is LOST, requests meanwhile fail with the retryable
+  ConnectionLostError.
 - **Fork.** A kazoo client does not survive fork() (its threads are gone and
   its socket is shared with the parent). A client used in a forked child
   raises ClientStateError; ``close()`` in the child only forgets the client,
-  never touching the parent's session. Create clients after forking (the
-  framework integrations do).
+  never touching the parent's session nor any lock copied from the parent.
+  Create clients after forking (the framework integrations do).
 """
 
 from __future__ import annotations
@@ -24,53 +36,37 @@ import logging
 import os
 import threading
 import time
-import warnings
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from zk_recipes import _paths
-from zk_recipes._acl import Acl
+from zk_recipes._client.creates import CreateResult, Creator
 from zk_recipes._client.deletes import GuaranteedDeleter
-from zk_recipes._client.kazoo import (
-    CreateMode,
-    KazooConnection,
-    Pending,
-    WatchCallback,
-    WatchEvent,
-    ZnodeStat,
-    run_in_thread,
-)
+from zk_recipes._client.kazoo import KazooConnection, Pending
 from zk_recipes._client.session import SessionTracker
 from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateListener
 from zk_recipes._errors import (
     ClientStateError,
+    ConfigurationError,
     ConnectionLostError,
     ConnectTimeoutError,
-    NoAuthError,
-    NodeExistsError,
     NoNodeError,
-    UnsupportedFeatureError,
+    SessionLost,
+    WrongTypeError,
     ZkTimeoutError,
 )
+from zk_recipes._internals.threads import run_in_thread
 from zk_recipes._retry import retry
 from zk_recipes._settings import ClientSettings
+from zk_recipes._types import Acl, CreateMode, WatchCallback, WatchEvent, ZnodeStat
 
 log = logging.getLogger("zk_recipes.client")
 
 T = TypeVar("T")
 
-#: How many times a create re-makes missing parents before giving up (container
-#: parents can be reaped by the server between our mkdir and our create).
-_PARENT_ATTEMPTS = 5
-
-
-class CreateResult(NamedTuple):
-    """What a create returns: the node's path (relative to the namespace) and its stat."""
-
-    path: str
-    stat: ZnodeStat
-
+#: Back-off between attempts to rebuild a connection whose thread ended by itself.
+_REVIVE_FIRST, _REVIVE_MAX = 0.1, 5.0
 
 _live_clients: weakref.WeakSet[ZkClient] = weakref.WeakSet()
 
@@ -96,29 +92,40 @@ class ZkClient:
     """A managed ZooKeeper client: ``ZkClient("zk1:2181,zk2:2181", namespace="myapp")``.
 
     Use as a context manager, or call ``start()`` and ``close()``. Options are
-    the fields of :class:`ClientSettings`; pass ``settings=`` to reuse one.
+    the fields of :class:`ClientSettings` (``namespace``, ``session_timeout``,
+    ``connection_timeout``, ``retry_policy``, ``auth``, ``sasl``,
+    ``default_acl``, ``tls``, ``read_only``, ``simulated_expiry_fraction``,
+    ``max_data_bytes``; see docs/settings.md); pass ``settings=`` to reuse
+    one. Every recipe takes a client; the client knows no recipe.
     """
 
     def __init__(
         self, hosts: str | None = None, *, settings: ClientSettings | None = None, **options: Any
     ) -> None:
         if settings is not None:
+            if not isinstance(settings, ClientSettings):
+                raise WrongTypeError(f"settings must be a ClientSettings, got {settings!r}")
             if hosts is not None or options:
                 settings = settings.replace(**({"hosts": hosts} if hosts else {}), **options)
         elif hosts is None:
-            raise ClientStateError("ZkClient needs hosts, e.g. ZkClient('127.0.0.1:2181')")
+            raise ConfigurationError(
+                "ZkClient needs hosts, e.g. ZkClient('zk1:2181,zk2:2181,zk3:2181') "
+                "(or settings=ClientSettings(hosts=...))"
+            )
         else:
             settings = ClientSettings(hosts=hosts, **options)
         self.settings = settings
         self._lock = threading.Lock()
         self._listeners = ListenerRegistry()
-        self._tracker = SessionTracker(settings, self._listeners)
+        self._tracker = SessionTracker(settings, self._listeners, self._connection_ended)
         self._conn: KazooConnection | None = None
         self._started = False
         self._closed = False
+        self._closed_event = threading.Event()
         self._forked = False
-        self._container_fallback = False
+        self._reviving = False
         self._deleter = GuaranteedDeleter(self, self._delete_backoff)
+        self._creator = Creator(self, self._deleter, settings.session_timeout)
         self._wakeups: set[threading.Event] = set()
         self._starting: threading.Event | None = None
 
@@ -130,8 +137,12 @@ class ZkClient:
         """
         if timeout is None:
             timeout = self.settings.connection_timeout
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-            raise ValueError(
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise WrongTypeError(
+                f"start(timeout=) must be a positive number of seconds, got {timeout!r}"
+            )
+        if not timeout > 0:
+            raise ConfigurationError(
                 f"start(timeout=) must be a positive number of seconds, got {timeout!r}"
             )
         self._check_fork()
@@ -181,32 +192,47 @@ class ZkClient:
         return self
 
     def close(self) -> None:
-        """Close the session: the server deletes our ephemeral nodes at once. Idempotent."""
+        """Close the session: every hold ends, the server deletes our ephemeral nodes. Idempotent.
+
+        Recipes hear CLOSED (a lock's ``lost`` is set, ``is_held()`` turns
+        False, ``check()`` raises) before the server lets anyone else take
+        what this client held.
+        """
+        if self._forked:
+            # The session is the parent's; locks copied from the parent may be held
+            # forever here (a parent thread held them at fork): touch none of them.
+            self._closed = True
+            conn, self._conn = self._conn, None
+            _live_clients.discard(self)
+            if conn is not None:
+                conn.discard()
+            return
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            conn, self._conn = self._conn, None
             wakeups, self._wakeups = self._wakeups, set()
             starting = self._starting
-        for event in wakeups:
-            event.set()
+        self._closed_event.set()
         if starting is not None:
             # kazoo cannot stop a start it has not begun yet (the session would be
             # made afterwards and live on): let the start end, then stop it.
             starting.wait(self.settings.connection_timeout)
-        self._tracker.close()
-        _live_clients.discard(self)
-        if conn is None:
-            return
-        if self._forked:
-            conn.discard()
-            return
-        if conn.connected:
-            # Give queued guaranteed deletes of persistent nodes one chance.
+        conn = self._conn
+        if conn is not None and conn.connected and self._deleter.pending():
+            # Queued guaranteed deletes (persistent nodes among them) get their
+            # chance while the session is still ours.
             self._deleter.wait_empty(min(1.0, self.settings.connection_timeout))
         self._deleter.stop()
-        conn.stop()
+        # Every hold ends here (epoch, CLOSED), before the server can hand it on.
+        self._tracker.close()
+        for event in wakeups:
+            event.set()
+        with self._lock:
+            conn, self._conn = self._conn, None
+        _live_clients.discard(self)
+        if conn is not None:
+            conn.stop()
         self._listeners.wait_idle(1.0)
 
     def __enter__(self) -> ZkClient:
@@ -223,6 +249,50 @@ class ZkClient:
             f" session={self.session_id:#x}>"
         )
 
+    # ------------------------------------------------------------------ a connection that ended
+    def _connection_ended(self, dead: KazooConnection, why: str) -> None:
+        # The tracker's hook, on the dying connection's thread: hand off at once.
+        with self._lock:
+            if self._closed or self._conn is not dead or self._reviving:
+                return
+            self._reviving = True
+        log.warning(
+            "the connection to ZooKeeper ended for good (%s); its session is LOST, "
+            "building a new connection",
+            why,
+        )
+        run_in_thread("zk-recipes reconnect", lambda: self._revive(dead))
+
+    def _revive(self, dead: KazooConnection) -> None:
+        dead.stop()
+        delay = _REVIVE_FIRST
+        failures = 0
+        try:
+            while True:
+                with self._lock:
+                    if self._closed:
+                        return
+                    conn = self._conn = KazooConnection(self.settings, self._tracker.on_raw_state)
+                    self._tracker.attach(conn)
+                try:
+                    conn.start(self.settings.connection_timeout)
+                except Exception as exc:  # keep trying whatever it was: never a zombie
+                    failures += 1
+                    (log.warning if failures == 1 else log.debug)(
+                        "rebuilding the connection to ZooKeeper failed (%s); next try in %.1f s",
+                        exc,
+                        delay,
+                    )
+                    if self._closed_event.wait(delay):
+                        return
+                    delay = min(_REVIVE_MAX, delay * 2)
+                    continue
+                log.info("connection to ZooKeeper rebuilt (session %#x)", conn.session_id)
+                return
+        finally:
+            with self._lock:
+                self._reviving = False
+
     # ------------------------------------------------------------------ introspection
     @property
     def state(self) -> ConnectionState | None:
@@ -231,8 +301,34 @@ class ZkClient:
 
     @property
     def session_id(self) -> int:
-        """The current session id (0 when there is none)."""
+        """The id of the last session that connected (0 before the first one).
+
+        It keeps a lost session's id until a new session connects: to ask
+        whether a node is still ours, use ``session_epoch()``.
+        """
         return self._tracker.session_id
+
+    @property
+    def loss_epoch(self) -> int:
+        """How many session lives this client has ended (LOST, or close()).
+
+        A hold taken in epoch *e* (``session_epoch(owner)``) is still ours
+        exactly while ``loss_epoch == e``: for recipe authors.
+        """
+        return self._tracker.epoch
+
+    def session_epoch(self, session_id: int) -> int | None:
+        """The loss epoch of ``session_id`` if it is this client's live session, else None."""
+        return self._tracker.epoch_of(session_id)
+
+    @property
+    def state_seq(self) -> int:
+        """The ``seq`` of the last StateChange published (0 before the first)."""
+        return self._tracker.seq
+
+    def earlier_sessions(self) -> set[int]:
+        """Sessions this client had before the current one (their nodes are ours, and stale)."""
+        return self._tracker.earlier_sessions()
 
     @property
     def client_id(self) -> tuple[int, bytes] | None:
@@ -301,11 +397,18 @@ class ZkClient:
             with self._lock:
                 self._wakeups.discard(event)
 
-    def wait_connected(self, timeout: float) -> bool:
-        """Block until connected (CONNECTED/RECONNECTED/READ_ONLY); False on timeout."""
+    def wait_connected(self, timeout: float | None) -> bool:
+        """Block until connected (CONNECTED/RECONNECTED/READ_ONLY); False on timeout or close."""
         return self._tracker.wait_connected(timeout)
 
     # ------------------------------------------------------------------ guards
+    def check_usable(self) -> None:
+        """Raise ClientStateError unless requests can be sent (started, not closed, not forked).
+
+        Recipes call it to fail fast, before queueing anything.
+        """
+        self._usable()
+
     def _check_fork(self) -> None:
         if self._forked:
             raise ClientStateError(
@@ -318,10 +421,17 @@ class ZkClient:
     def _usable(self) -> KazooConnection:
         self._check_fork()
         conn = self._conn
-        if conn is None:
+        if conn is None or self._closed:
             if self._closed:
                 raise ClientStateError("this ZkClient is closed; create a new one")
             raise ClientStateError("this ZkClient is not started; call start() or use `with`")
+        return conn
+
+    def _live_conn(self) -> KazooConnection:
+        """The connection even while close() lets pending deletes finish."""
+        conn = self._conn
+        if conn is None:
+            raise ClientStateError("this ZkClient is closed; create a new one")
         return conn
 
     def _wait_usable(self, timeout: float) -> bool:
@@ -360,6 +470,9 @@ class ZkClient:
 
         return _relative
 
+    def _checked_data(self, data: object, path: str) -> bytes:
+        return _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
+
     def create(
         self,
         path: str,
@@ -385,197 +498,93 @@ class ZkClient:
         first copy as NodeExists would look like a lost race.
         """
         _paths.validate_writable_path(path)
-        data = _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
-        if not isinstance(mode, CreateMode):
-            raise TypeError(f"mode must be a CreateMode, got {mode!r}")
-        if mode.is_ttl and (ttl is None or not ttl > 0):
-            raise ValueError(f"{mode.name} needs a positive ttl= in seconds, got {ttl!r}")
-        if not mode.is_ttl and ttl is not None:
-            raise ValueError(f"ttl= only applies to TTL modes, not {mode.name}")
+        data = self._checked_data(data, path)
+        mode = CreateMode.checked(mode)
+        ttl = mode.check_ttl(ttl)
         if replace_stale and mode is not CreateMode.EPHEMERAL:
-            raise ValueError("replace_stale=True only applies to CreateMode.EPHEMERAL")
+            raise ConfigurationError("replace_stale=True only applies to CreateMode.EPHEMERAL")
         self._usable()
-        full = self._abs(path)
-        if protected:
-            return self._create_protected(full, data, mode, acl, ttl, parents)
-        attempts = 0
-
-        def attempt() -> CreateResult:
-            nonlocal attempts
-            attempts += 1
-            try:
-                return self._create_abs(full, data, mode, acl, ttl, parents)
-            except NodeExistsError:
-                if mode.is_ephemeral and not mode.is_sequential:
-                    stat = self._exists_abs(full)
-                    owner = stat.ephemeral_owner if stat is not None else 0
-                    if stat is not None and owner == self.session_id and attempts > 1:
-                        return CreateResult(path, stat)  # our own create, reply lost
-                    if replace_stale and owner in self._tracker.earlier_sessions():
-                        log.info("replacing %s left by our earlier session %#x", path, owner)
-                        assert stat is not None
-                        with contextlib.suppress(NoNodeError):
-                            self._delete_abs(full, stat.version)
-                        return self._create_abs(full, data, mode, acl, ttl, parents)
-                raise
-
-        return self.retry(attempt) if retry else attempt()
-
-    def _create_abs(
-        self,
-        full: str,
-        data: bytes,
-        mode: CreateMode,
-        acl: tuple[Acl, ...] | None,
-        ttl: float | None,
-        parents: bool,
-    ) -> CreateResult:
-        for _ in range(_PARENT_ATTEMPTS):
-            try:
-                created, stat = self._send_create(full, data, mode, acl, ttl)
-                return CreateResult(self._rel(created), stat)
-            except NoNodeError:
-                parent = _paths.parent_of(full)
-                if parent == "/" or not (parents or self._is_namespace_root(parent)):
-                    raise NoNodeError(
-                        f"cannot create {self._rel(full)}: its parent {self._rel(parent)} does "
-                        "not exist (pass parents=True to create it)",
-                        self._rel(full),
-                    ) from None
-                # A container on the way may be reaped between our exists and our
-                # create; the next round of the loop starts over.
-                with contextlib.suppress(NoNodeError):
-                    self._ensure_abs(parent)
-        raise NoNodeError(f"parents of {self._rel(full)} keep vanishing", self._rel(full))
-
-    def _is_namespace_root(self, full_parent: str) -> bool:
-        return bool(self.settings.namespace) and full_parent == self.settings.namespace
-
-    def _send_create(
-        self,
-        full: str,
-        data: bytes,
-        mode: CreateMode,
-        acl: tuple[Acl, ...] | None,
-        ttl: float | None,
-    ) -> tuple[str, ZnodeStat]:
-        conn = self._usable()
-        if mode is CreateMode.CONTAINER and self._container_fallback:
-            mode = CreateMode.PERSISTENT
-        try:
-            return conn.create_async(full, data, mode, acl, ttl).result(self._op_timeout)
-        except UnsupportedFeatureError:
-            if mode is not CreateMode.CONTAINER:
-                raise UnsupportedFeatureError(
-                    f"the ZooKeeper server does not support {mode.name} nodes (needs 3.5.3+, "
-                    "and TTL nodes need zookeeper.extendedTypesEnabled=true on the server)"
-                ) from None
-            self._container_fallback = True
-            message = (
-                "the ZooKeeper server does not support CONTAINER nodes (older than 3.5): "
-                "falling back to PERSISTENT parents, which the server will not reap"
-            )
-            log.warning(message)
-            warnings.warn(message, RuntimeWarning, stacklevel=4)
-            return conn.create_async(full, data, CreateMode.PERSISTENT, acl, ttl).result(
-                self._op_timeout
-            )
+        return self._creator.create(
+            self._abs(path),
+            data,
+            mode,
+            acl,
+            ttl,
+            parents=parents,
+            protected=protected,
+            replace_stale=replace_stale,
+            retry=retry,
+        )
 
     def ensure_path(self, path: str) -> None:
         """Make ``path`` and its missing ancestors exist, as CONTAINER nodes."""
         _paths.validate_writable_path(path)
         self._usable()
-        self.retry(lambda: self._ensure_abs(self._abs(path)))
+        self.retry(lambda: self._creator.ensure(self._abs(path)))
 
-    def _ensure_abs(self, full: str) -> None:
-        # Bottom up: usually only the last level is missing (a new key under an
-        # existing prefix), which then costs one create instead of Curator's
-        # exists-then-create per level from the root.
-        missing: list[str] = []
-        path = full
-        while path != "/":
-            try:
-                self._send_create(path, b"", CreateMode.CONTAINER, None, None)
-                break
-            except NodeExistsError:
-                break
-            except NoNodeError:
-                missing.append(path)
-                path = _paths.parent_of(path)
-            except NoAuthError:
-                # No CREATE right here: fine if the node exists already.
-                if self._exists_abs(path) is None:
-                    raise
-                break
-        for ancestor in reversed(missing):  # top down from the first one missing
-            with contextlib.suppress(NodeExistsError):
-                self._send_create(ancestor, b"", CreateMode.CONTAINER, None, None)
-
-    def _create_protected(
+    def create_and_list(
         self,
-        full: str,
-        data: bytes,
-        mode: CreateMode,
-        acl: tuple[Acl, ...] | None,
-        ttl: float | None,
-        parents: bool,
+        path: str,
+        data: bytes = b"",
         *,
-        protected_id: str = "",
-    ) -> CreateResult:
-        # protected_id: the prefix of a first attempt already sent by the caller.
-        prefix = protected_id or _paths.protected_prefix(_paths.new_protected_id())
-        parent = _paths.parent_of(full)
-        node = _paths.join(parent, prefix + _paths.name_of(full))
-        tried = bool(protected_id)
+        mode: CreateMode = CreateMode.EPHEMERAL_SEQUENTIAL,
+        acl: tuple[Acl, ...] | None = None,
+        protected: bool = True,
+        parents: bool = True,
+    ) -> tuple[CreateResult, list[str] | None]:
+        """Create a node and read its parent's children in the same round trip.
 
-        def attempt() -> CreateResult:
-            nonlocal tried
-            if tried:
-                found = self._find_protected(parent, prefix)
-                if found is not None:
-                    stat = self._exists_abs(found)
-                    if stat is not None:
-                        if not mode.is_ephemeral or stat.ephemeral_owner == self.session_id:
-                            return CreateResult(self._rel(found), stat)
-                        # Created by a session that is gone or going (CURATOR-498).
-                        self._deleter.add(found, -1, stat.ephemeral_owner)
-            tried = True
-            return self._create_abs(node, data, mode, acl, ttl, parents)
+        The two requests are pipelined on one connection and the server answers
+        them in order, so the list already holds the new node: this is the first
+        step of every queue recipe (lock, semaphore, election) for the cost of
+        one round trip. Protection and container parents as in ``create``.
 
+        Once the node exists this never raises: the list is None when it could
+        not be read, and the caller reads it again (a raise would leave our node
+        behind with nobody to delete it).
+        """
+        _paths.validate_writable_path(path)
+        data = self._checked_data(data, path)
+        mode = CreateMode.checked(mode)
+        self._usable()
+        return self._creator.create_and_list(
+            self._abs(path), data, mode, acl, protected=protected, parents=parents
+        )
+
+    def check_and_create(
+        self, check_path: str, path: str, data: bytes = b"", *, mode: CreateMode
+    ) -> ZnodeStat:
+        """Create ``path`` only if ``check_path`` exists, atomically; return the new node's stat.
+
+        NoNodeError (naming ``check_path``) when it does not exist: nothing was
+        created. One multi request, then a read of the new node's stat. Not
+        resent after a lost reply: the node is looked up instead.
+        """
+        _paths.validate_path(check_path)
+        _paths.validate_writable_path(path)
+        data = self._checked_data(data, path)
+        mode = CreateMode.checked(mode)
+        if mode.is_sequential:
+            raise ConfigurationError("check_and_create takes a fixed name: not a SEQUENTIAL mode")
+        conn = self._usable()
+        full = self._abs(path)
         try:
-            return self.retry(attempt)
-        except (Exception, KeyboardInterrupt) as exc:
-            # NoNode/NodeExists are the server's definite "not created"; after
-            # anything else (lost connection, timeout, interrupt) a node of ours
-            # may exist, so look for it in the background.
-            if tried and not isinstance(exc, (NoNodeError, NodeExistsError)):
-                run_in_thread(
-                    "zk-recipes protected cleanup",
-                    lambda: self._delete_protected(parent, prefix),
-                )
-            raise
-
-    def _find_protected(self, parent: str, prefix: str) -> str | None:
-        try:
-            children = self._usable().get_children_async(parent).result(self._op_timeout)
-        except NoNodeError:
-            return None
-        for child in children:
-            if child.startswith(prefix):
-                return _paths.join(parent, child)
-        return None
-
-    def _delete_protected(self, parent: str, prefix: str) -> None:
-        """Background: delete what a failed protected create may have left."""
-        if not self._wait_usable(self.settings.session_timeout):
-            return
-        try:
-            found = self._find_protected(parent, prefix)
-        except Exception:
-            log.debug("protected cleanup under %s could not list", parent, exc_info=True)
-            return
-        if found is not None:
-            self._deleter.add(found, -1, 0)
+            conn.check_and_create_async(self._abs(check_path), full, data, mode).result(
+                self._op_timeout
+            )
+        except (ConnectionLostError, ZkTimeoutError):
+            stat = self.retry(lambda: self._exists_abs(full))
+            ours = stat is not None and (
+                not mode.is_ephemeral or self.session_epoch(stat.ephemeral_owner) is not None
+            )
+            if not ours:
+                raise
+            assert stat is not None
+            return stat
+        stat = self.retry(lambda: self._exists_abs(full))
+        if stat is None:
+            raise NoNodeError(f"{path} vanished right after it was created", path)
+        return stat
 
     def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, ZnodeStat]:
         """The node's data and stat; ``watch`` fires once on change or delete."""
@@ -601,7 +610,7 @@ class ZkClient:
         )
 
     def _exists_abs(self, path: str) -> ZnodeStat | None:
-        return self._usable().exists_async(path).result(self._op_timeout)
+        return self._live_conn().exists_async(path).result(self._op_timeout)
 
     def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
         _paths.validate_writable_path(path)
@@ -634,14 +643,14 @@ class ZkClient:
             self._delete_abs(full, version)
         except NoNodeError:
             pass
-        except (ConnectionLostError, ZkTimeoutError):
+        except (ConnectionLostError, ZkTimeoutError, SessionLost):
             if not guaranteed:
                 raise
             log.info("delete of %s failed; retrying in the background", path)
             self._deleter.add(full, version, session)
 
     def _delete_abs(self, path: str, version: int) -> None:
-        self._usable().delete_async(path, version).result(self._op_timeout)
+        self._live_conn().delete_async(path, version).result(self._op_timeout)
 
     def _delete_tree(self, full: str) -> None:
         try:
@@ -666,76 +675,6 @@ class ZkClient:
         _paths.validate_path(path)
         self._usable().sync_async(self._abs(path)).result(self._op_timeout)
 
-    def create_and_list(
-        self,
-        path: str,
-        data: bytes = b"",
-        *,
-        mode: CreateMode = CreateMode.EPHEMERAL_SEQUENTIAL,
-        acl: tuple[Acl, ...] | None = None,
-        protected: bool = True,
-        parents: bool = True,
-    ) -> tuple[CreateResult, list[str]]:
-        """Create a node and read its parent's children in the same round trip.
-
-        The two requests are pipelined on one connection and the server answers
-        them in order, so the list already holds the new node: this is the first
-        step of every queue recipe (lock, semaphore, election) for the cost of
-        one round trip. Protection and container parents as in ``create``.
-        """
-        _paths.validate_writable_path(path)
-        data = _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
-        return self._create_and_list(path, data, mode, acl, protected, parents, _PARENT_ATTEMPTS)
-
-    def _create_and_list(
-        self,
-        path: str,
-        data: bytes,
-        mode: CreateMode,
-        acl: tuple[Acl, ...] | None,
-        protected: bool,
-        parents: bool,
-        attempts: int,
-    ) -> tuple[CreateResult, list[str]]:
-        conn = self._usable()
-        full = self._abs(path)
-        parent = _paths.parent_of(full)
-        prefix = _paths.protected_prefix(_paths.new_protected_id()) if protected else ""
-        node = _paths.join(parent, prefix + _paths.name_of(full))
-        deadline = time.monotonic() + self._op_timeout
-        created_pending = conn.create_async(node, data, mode, acl)
-        listed_pending = conn.get_children_async(parent)
-        try:
-            created, stat = created_pending.result(self._op_timeout)
-        except NoNodeError:
-            # The parent is missing: the server's definite "not created", so there is
-            # no node of ours to look for. Make the parents, then pipeline again.
-            if attempts <= 1 or (not parents and not self._is_namespace_root(parent)):
-                raise NoNodeError(
-                    f"cannot create {self._rel(node)}: its parent {self._rel(parent)} does "
-                    "not exist" + (" (pass parents=True to create it)" if attempts > 1 else ""),
-                    self._rel(node),
-                ) from None
-            with contextlib.suppress(NoNodeError, ConnectionLostError, ZkTimeoutError):
-                listed_pending.result(max(0.001, deadline - time.monotonic()))
-            self.retry(lambda: self._ensure_abs(parent))
-            return self._create_and_list(path, data, mode, acl, protected, parents, attempts - 1)
-        except (ConnectionLostError, ZkTimeoutError):
-            # The reply was lost: the general (slower) path finds a node of ours if
-            # the server made one, and retries.
-            if protected:
-                result = self._create_protected(
-                    full, data, mode, acl, None, parents, protected_id=prefix
-                )
-            else:
-                result = self.create(self._rel(full), data, mode=mode, acl=acl, parents=parents)
-            return result, self.get_children(self._rel(parent))
-        try:
-            children = listed_pending.result(max(0.001, deadline - time.monotonic()))
-        except (ConnectionLostError, ZkTimeoutError):
-            children = self.retry(lambda: self.get_children(self._rel(parent)))
-        return CreateResult(self._rel(created), stat), children
-
     # Async building blocks for recipes that pipeline requests.
     def create_async(
         self,
@@ -747,7 +686,10 @@ class ZkClient:
     ) -> Pending[CreateResult]:
         """Send a create without waiting; ``.result(timeout)`` gives the CreateResult."""
         _paths.validate_writable_path(path)
-        data = _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
+        data = self._checked_data(data, path)
+        mode = CreateMode.checked(mode)
+        if mode.is_ttl:
+            raise ConfigurationError("create_async does not take TTL modes: use create(ttl=)")
         return (
             self._usable()
             .create_async(self._abs(path), data, mode, acl)

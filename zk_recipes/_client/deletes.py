@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
-from zk_recipes._client.kazoo import ZnodeStat
 from zk_recipes._errors import ConnectionLostError, NoNodeError, SessionLost, ZkRecipesError
+from zk_recipes._types import ZnodeStat
 
 log = logging.getLogger("zk_recipes.client")
 
@@ -41,6 +41,15 @@ class _PendingDelete:
 
 
 class GuaranteedDeleter:
+    """The client's queue of deletes to finish: one worker thread while anything is pending.
+
+    ``add()`` queues a path (the latest request per path wins); the worker
+    tries whenever the client is connected, with capped back-off between
+    rounds that failed, until each node is gone or found to belong to another
+    session. ``stop()`` (at close) drops what is left: the session's ephemeral
+    nodes go with it anyway.
+    """
+
     def __init__(self, client: _Deleting, backoff: Callable[[int], float]) -> None:
         self._client = client
         self._backoff = backoff

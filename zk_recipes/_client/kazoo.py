@@ -8,107 +8,59 @@ What it adds to kazoo:
 
 - CONTAINER and TTL creates (opcodes 19 and 21, flags 4/5/6), which kazoo
   2.11 cannot send. Both answer with a Create2Response (path + stat).
-- The time of the last reply read from the server and the negotiated
-  session timeout, which the client's simulated-expiry watchdog needs
-  (kazoo keeps neither).
+- **Proof that the server heard us**, for the client's simulated expiry
+  (_client/session.py). ``last_heard`` is the *send* time of the newest
+  request (or ping) whose reply has arrived: the server received that packet
+  no earlier than we sent it, so it has heard from us since then at least.
+  Nothing else moves it: not a watch notification, not an auth packet, not
+  the mere arrival of bytes. A notification only shows that the server can
+  reach us; under a one-way partition (our packets dropped, the server's
+  delivered) it keeps arriving while the server stops hearing us and expires
+  the session. The send time of each request is kept by xid, from
+  ``_submit`` until its reply is read.
+- The negotiated session timeout (kazoo keeps only derived timeouts).
 - ``abandon_session()`` / ``expire_now()``: make kazoo build a brand-new
   session instead of resuming the old one, for simulated expiry.
-- Error translation: kazoo exceptions become zk_recipes errors.
+- Error translation: kazoo exceptions become zk_recipes errors, with
+  messages from one table.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import enum
 import logging
-import threading
 import time
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, TypeVar
 
 import kazoo.exceptions as kz_exc
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.connection import _SESSION_EXPIRED
-from kazoo.protocol.serialization import Create2, int_struct, long_struct
+from kazoo.protocol.connection import _SESSION_EXPIRED, PING_XID
+from kazoo.protocol.serialization import CheckVersion, Create, Create2, Transaction, long_struct
 from kazoo.protocol.states import EventType, KazooState, KeeperState
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
 from zk_recipes import _errors as errors
-from zk_recipes._acl import OPEN_ACL_UNSAFE, Acl
 from zk_recipes._settings import ClientSettings
+from zk_recipes._types import (
+    OPEN_ACL_UNSAFE,
+    Acl,
+    CreateMode,
+    WatchCallback,
+    WatchEvent,
+    WatchEventType,
+    ZnodeStat,
+)
 
 log = logging.getLogger("zk_recipes.client")
 
 T = TypeVar("T")
 U = TypeVar("U")
 
-
-class CreateMode(enum.Enum):
-    """ZooKeeper create modes (the wire flag is the value)."""
-
-    PERSISTENT = 0
-    EPHEMERAL = 1
-    PERSISTENT_SEQUENTIAL = 2
-    EPHEMERAL_SEQUENTIAL = 3
-    CONTAINER = 4
-    PERSISTENT_WITH_TTL = 5
-    PERSISTENT_SEQUENTIAL_WITH_TTL = 6
-
-    @property
-    def is_ephemeral(self) -> bool:
-        return self in (CreateMode.EPHEMERAL, CreateMode.EPHEMERAL_SEQUENTIAL)
-
-    @property
-    def is_sequential(self) -> bool:
-        return self in (
-            CreateMode.PERSISTENT_SEQUENTIAL,
-            CreateMode.EPHEMERAL_SEQUENTIAL,
-            CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL,
-        )
-
-    @property
-    def is_ttl(self) -> bool:
-        return self in (CreateMode.PERSISTENT_WITH_TTL, CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL)
-
-
-class ZnodeStat(NamedTuple):
-    """A node's metadata. ``czxid`` is the fencing token recipes hand out."""
-
-    czxid: int
-    mzxid: int
-    ctime: int
-    mtime: int
-    version: int
-    cversion: int
-    aversion: int
-    ephemeral_owner: int
-    data_length: int
-    num_children: int
-    pzxid: int
-
-
-class WatchEventType(enum.Enum):
-    CREATED = "CREATED"
-    DELETED = "DELETED"
-    CHANGED = "CHANGED"
-    CHILD = "CHILD"
-    #: kazoo fires this once for every pending watch when the connection drops;
-    #: the watch is gone and must be re-armed ("re-list and re-arm").
-    NONE = "NONE"
-
-
-@dataclasses.dataclass(frozen=True)
-class WatchEvent:
-    type: WatchEventType
-    path: str | None
-
-
-WatchCallback = Callable[[WatchEvent], object]
 
 _EVENT_TYPES = {
     EventType.CREATED: WatchEventType.CREATED,
@@ -155,48 +107,58 @@ class _CreateTTL(namedtuple("_CreateTTL", "path data acl flags ttl")):
         return b
 
 
-assert int_struct.size == 4  # the wire layout above relies on kazoo's struct helpers
-
-
-_TRANSLATIONS: tuple[tuple[type[BaseException], type[errors.ZkRecipesError]], ...] = (
-    (kz_exc.NoNodeError, errors.NoNodeError),
-    (kz_exc.NodeExistsError, errors.NodeExistsError),
-    (kz_exc.BadVersionError, errors.BadVersionError),
-    (kz_exc.NotEmptyError, errors.NotEmptyError),
-    (kz_exc.NoAuthError, errors.NoAuthError),
-    (kz_exc.NoChildrenForEphemeralsError, errors.NoChildrenForEphemeralsError),
+#: kazoo's answer about one node -> (our error, message). The messages live here,
+#: not in the errors' docstrings: users match on them, docstrings get edited.
+_NODE_ERRORS: tuple[tuple[type[BaseException], type[errors.NodeError], str], ...] = (
+    (kz_exc.NoNodeError, errors.NoNodeError, "{path} does not exist (for a create: its parent)"),
+    (kz_exc.NodeExistsError, errors.NodeExistsError, "{path} already exists"),
+    (
+        kz_exc.BadVersionError,
+        errors.BadVersionError,
+        "{path} changed since it was read (its version is not the one given)",
+    ),
+    (kz_exc.NotEmptyError, errors.NotEmptyError, "{path} has children and cannot be deleted"),
+    (
+        kz_exc.NoAuthError,
+        errors.NoAuthError,
+        "not allowed on {path}: check the client's auth= / sasl= credentials against the "
+        "node's ACL (or the default_acl the node was created with)",
+    ),
+    (
+        kz_exc.NoChildrenForEphemeralsError,
+        errors.NoChildrenForEphemeralsError,
+        "cannot create {path}: a parent of it is an EPHEMERAL node; recipe directories "
+        "need persistent (or container) parents, so pick a path outside ephemeral nodes",
+    ),
 )
 
 
-_HINTS: dict[type[errors.ZkRecipesError], str] = {
-    errors.NoAuthError: (
-        ": check the client's auth= / sasl= credentials against the node's ACL "
-        "(or the default_acl the node was created with)"
-    ),
-    errors.NoChildrenForEphemeralsError: (
-        ": a parent of this path is an EPHEMERAL node; recipe directories need "
-        "persistent (or container) parents, so pick a path outside ephemeral nodes"
-    ),
-}
+def translate(
+    exc: BaseException, path: str | None = None, *, stopped: bool = True
+) -> errors.ZkRecipesError:
+    """The zk_recipes error for a kazoo (or handler) exception.
 
-
-def translate(exc: BaseException, path: str | None = None) -> errors.ZkRecipesError:
-    """The zk_recipes error for a kazoo (or handler) exception."""
-    for kz_type, ours in _TRANSLATIONS:
+    ``stopped``: whether we stopped this kazoo client ourselves; a kazoo client
+    closed behind our back (its connection thread died) is a lost connection
+    that the client is re-establishing, not a closed client.
+    """
+    where = path or "request"
+    for kz_type, ours, message in _NODE_ERRORS:
         if isinstance(exc, kz_type):
-            hint = _HINTS.get(ours, "")
-            return ours(f"{ours.__doc__ or ours.__name__} ({path}){hint}", path)
+            return ours(message.format(path=path), path)
     if isinstance(exc, kz_exc.SessionExpiredError):
-        return errors.SessionLost("the ZooKeeper session expired")
+        return errors.SessionLost(f"the ZooKeeper session expired ({where})")
     if isinstance(exc, (kz_exc.OperationTimeoutError, KazooTimeoutError)):
-        return errors.OperationTimeoutError(
-            f"ZooKeeper did not answer in time ({path or 'request'})"
-        )
+        return errors.OperationTimeoutError(f"ZooKeeper did not answer in time ({where})")
     if isinstance(exc, kz_exc.SessionMovedError):
-        return errors.SessionMovedError("the session moved to another server")
+        return errors.SessionMovedError(f"the session moved to another server ({where})")
     if isinstance(exc, (kz_exc.ConnectionLoss, kz_exc.ConnectionDropped)):
-        return errors.ConnectionLostError(f"connection to ZooKeeper lost ({path or 'request'})")
+        return errors.ConnectionLostError(f"connection to ZooKeeper lost ({where})")
     if isinstance(exc, kz_exc.ConnectionClosedError):
+        if not stopped:
+            return errors.ConnectionLostError(
+                f"the connection to ZooKeeper ended and is being re-established ({where})"
+            )
         return errors.ClientStateError("the client is closed; start() it or make a new one")
     if isinstance(exc, kz_exc.AuthFailedError):
         return errors.ConfigurationError(
@@ -208,30 +170,40 @@ def translate(exc: BaseException, path: str | None = None) -> errors.ZkRecipesEr
         )
     if isinstance(exc, kz_exc.InvalidACLError):
         return errors.ConfigurationError(f"invalid ACL for {path}")
-    return errors.ZkRecipesError(f"ZooKeeper error on {path or 'request'}: {exc!r}")
+    return errors.ZkRecipesError(f"ZooKeeper error on {where}: {exc!r}")
 
 
 @contextmanager
-def translated(path: str | None = None) -> Iterator[None]:
+def translated(path: str | None = None, *, stopped: bool = True) -> Iterator[None]:
     """Re-raise kazoo exceptions inside the block as zk_recipes errors."""
     try:
         yield
     except errors.ZkRecipesError:
         raise
     except (kz_exc.KazooException, KazooTimeoutError) as exc:
-        raise translate(exc, path) from exc
+        raise translate(exc, path, stopped=stopped) from exc
 
 
 class Pending(Generic[T]):
     """A request in flight (kazoo's async result), typed."""
 
-    def __init__(self, raw: Any, path: str, convert: Callable[[Any], T]) -> None:
+    __slots__ = ("_conn", "_convert", "_path", "_raw")
+
+    def __init__(
+        self,
+        raw: Any,
+        path: str,
+        convert: Callable[[Any], T],
+        conn: KazooConnection | None = None,
+    ) -> None:
         self._raw = raw
         self._path = path
         self._convert = convert
+        self._conn = conn
 
     def result(self, timeout: float | None = None) -> T:
-        with translated(self._path):
+        conn = self._conn
+        with translated(self._path, stopped=conn is None or conn.stopping):
             return self._convert(self._raw.get(block=True, timeout=timeout))
 
     def done(self) -> bool:
@@ -240,7 +212,7 @@ class Pending(Generic[T]):
     def map(self, fn: Callable[[T], U]) -> Pending[U]:
         """The same request, with ``fn`` applied to its result."""
         convert = self._convert
-        return Pending(self._raw, self._path, lambda raw: fn(convert(raw)))
+        return Pending(self._raw, self._path, lambda raw: fn(convert(raw)), self._conn)
 
     def add_done_callback(self, fn: Callable[[Pending[T]], object]) -> None:
         """Call ``fn(self)`` when the reply arrives (on kazoo's completion thread: be quick)."""
@@ -265,9 +237,11 @@ class _RecordingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
         super().log(level, msg, *args, **kwargs)
 
 
-#: kazoo's raw state hook: (kind, session_id) with kind one of
-#: CONNECTED, READ_ONLY, SUSPENDED, EXPIRED, CLOSED, AUTH_FAILED.
-RawStateHook = Callable[[str, int], None]
+#: kazoo's raw state hook: (connection, kind, session_id) with kind one of
+#: CONNECTED, READ_ONLY, SUSPENDED, EXPIRED, CLOSED, AUTH_FAILED. CLOSED here
+#: always means kazoo's connection thread ended on its own (auth failure, an
+#: unexpected error): after ``stop()`` the hook is not called any more.
+RawStateHook = Callable[["KazooConnection", str, int], None]
 
 
 class KazooConnection:
@@ -302,37 +276,96 @@ class KazooConnection:
         self._last_problem = _RecordingLogger(logging.getLogger("kazoo.client"))
         self._kz: Any = KazooClient(**self._kz_kwargs, logger=self._last_problem)
         self._acl = _kazoo_acl(settings.default_acl or OPEN_ACL_UNSAFE)
-        self.last_reply = time.monotonic()
+        #: Send time of the newest request or ping whose reply arrived (see the module note).
+        self.last_heard = time.monotonic()
         self.negotiated_timeout: float | None = None
+        #: True once stop() was called (by us): kazoo's CLOSED is then expected.
+        self.stopping = False
+        self._sent: dict[int, float] = {}  # xid -> send time, until its reply is read
+        self._ping_sent = 0.0
+        self._reply_xid: int | None = None
         self._install_hooks()
 
-    # -- hooks -----------------------------------------------------------
+    @property
+    def last_problem(self) -> str:
+        """kazoo's last warning about this connection (why it dropped or could not connect)."""
+        return self._last_problem.message
+
+    # -- hooks (kazoo's connection thread) -------------------------------
     def _install_hooks(self) -> None:
         conn = self._kz._connection
+        submit = conn._submit
+        read_header = conn._read_header
         read_socket = conn._read_socket
         connect = conn._connect
+        sent = self._sent
+
+        def _submit(request: Any, timeout: float, xid: int | None = None) -> Any:
+            now = time.monotonic()
+            if xid == PING_XID:
+                self._ping_sent = now
+            elif xid is not None and xid > 0:
+                sent[xid] = now
+            return submit(request, timeout, xid)
+
+        def _read_header(timeout: float) -> Any:
+            header = read_header(timeout)
+            self._reply_xid = header[0].xid
+            return header
 
         def _read_socket(read_timeout: float) -> Any:
+            self._reply_xid = None
             response = read_socket(read_timeout)
-            self.last_reply = time.monotonic()
+            xid = self._last_reply_xid()
+            # Only a reply proves the server heard us, as of when we sent the
+            # request: watch events (WATCH_XID) and auth packets prove nothing.
+            if xid == PING_XID:
+                self._heard(self._ping_sent)
+            elif xid is not None and xid > 0:
+                at = sent.pop(xid, None)
+                if at is not None:
+                    self._heard(at)
             return response
 
         def _connect(host: str, hostip: str, port: int) -> Any:
+            sent.clear()  # xids restart at 1 on every connection
+            resuming = self._kz._session_id
+            started = time.monotonic()
             read_timeout, connect_timeout = connect(host, hostip, port)
             # kazoo derives read_timeout = negotiated * 2/3 (ms) and keeps neither.
             self.negotiated_timeout = read_timeout * 1.5 / 1000.0
-            self.last_reply = time.monotonic()
+            if resuming and self._kz._session_id == resuming:
+                # A resumed session, with holds perhaps: the server heard us no
+                # earlier than we sent the ConnectRequest, and that is all we know.
+                self.last_heard = started
+            else:
+                # A new session holds nothing yet: every hold it will carry comes
+                # from a later request, whose reply moves the clock again. Counting
+                # from the (possibly long) handshake's start would only declare a
+                # fresh, healthy session LOST after a slow connect.
+                self.last_heard = time.monotonic()
+            sent.clear()  # the handshake's own xids (SASL) are not requests of ours
             return read_timeout, connect_timeout
 
+        conn._submit = _submit
+        conn._read_header = _read_header
         conn._read_socket = _read_socket
         conn._connect = _connect
         self._kz.add_listener(self._kazoo_listener)
 
+    def _last_reply_xid(self) -> int | None:
+        return self._reply_xid
+
+    def _heard(self, sent_at: float) -> None:
+        if sent_at > self.last_heard:
+            self.last_heard = sent_at
+
     def _kazoo_listener(self, state: Any) -> None:
         # Runs on kazoo's connection thread: record, hand off, never block.
+        if self.stopping:
+            return
         keeper = self._kz.client_state
         if state == KazooState.CONNECTED:
-            self.last_reply = time.monotonic()
             kind = "READ_ONLY" if keeper == KeeperState.CONNECTED_RO else "CONNECTED"
         elif state == KazooState.SUSPENDED:
             kind = "SUSPENDED"
@@ -343,7 +376,7 @@ class KazooConnection:
         else:
             kind = "CLOSED"
         try:
-            self._on_state(kind, self.session_id)
+            self._on_state(self, kind, self.session_id)
         except Exception:
             log.exception("error in the zk_recipes state hook")
 
@@ -391,6 +424,9 @@ class KazooConnection:
 
     def stop(self) -> None:
         """Close the session (the server deletes its ephemeral nodes at once) and free resources."""
+        self.stopping = True
+        if self._kz is None:
+            return
         try:
             self._kz.stop()
         except Exception:
@@ -402,6 +438,7 @@ class KazooConnection:
 
     def discard(self) -> None:
         """Forget the client without touching its socket (used in a forked child)."""
+        self.stopping = True
         self._kz = None
 
     @property
@@ -476,47 +513,70 @@ class KazooConnection:
             request = Create2(path, data, kacl, mode.value)
         return self._call(request, path, lambda r: (str(r[0]), _stat(r[1])))
 
+    def check_and_create_async(
+        self, check_path: str, path: str, data: bytes, mode: CreateMode
+    ) -> Pending[None]:
+        """Create ``path`` only if ``check_path`` exists, atomically (a multi: check + create).
+
+        Fails with the NoNodeError of the check when ``check_path`` is gone, and
+        then nothing is created.
+        """
+        if mode.is_ttl or mode is CreateMode.CONTAINER:
+            raise errors.ConfigurationError(f"check_and_create does not take {mode.name} nodes")
+        request = Transaction(
+            [CheckVersion(check_path, -1), Create(path, data, self._acl, mode.value)]
+        )
+
+        def convert(results: Any) -> None:
+            for result, failed_path in zip(results, (check_path, path), strict=False):
+                if isinstance(result, kz_exc.RolledBackError):
+                    continue
+                if isinstance(result, BaseException):
+                    raise translate(result, failed_path)
+
+        return self._call(request, path, convert)
+
     def get_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[tuple[bytes, ZnodeStat]]:
-        with translated(path):
+        with translated(path, stopped=self.stopping):
             raw = self._kz.get_async(path, watch=self._watcher(watch))
-        return Pending(raw, path, lambda r: (bytes(r[0] or b""), _stat(r[1])))
+        return Pending(raw, path, lambda r: (bytes(r[0] or b""), _stat(r[1])), self)
 
     def get_children_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[list[str]]:
-        with translated(path):
+        with translated(path, stopped=self.stopping):
             raw = self._kz.get_children_async(path, watch=self._watcher(watch))
-        return Pending(raw, path, lambda r: [str(c) for c in r])
+        return Pending(raw, path, lambda r: [str(c) for c in r], self)
 
     def exists_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[ZnodeStat | None]:
-        with translated(path):
+        with translated(path, stopped=self.stopping):
             raw = self._kz.exists_async(path, watch=self._watcher(watch))
-        return Pending(raw, path, lambda r: _stat(r) if r is not None else None)
+        return Pending(raw, path, lambda r: _stat(r) if r is not None else None, self)
 
     def set_async(self, path: str, data: bytes, version: int = -1) -> Pending[ZnodeStat]:
-        with translated(path):
+        with translated(path, stopped=self.stopping):
             raw = self._kz.set_async(path, data, version)
-        return Pending(raw, path, _stat)
+        return Pending(raw, path, _stat, self)
 
     def delete_async(self, path: str, version: int = -1) -> Pending[None]:
-        with translated(path):
+        with translated(path, stopped=self.stopping):
             raw = self._kz.delete_async(path, version)
-        return Pending(raw, path, lambda r: None)
+        return Pending(raw, path, lambda r: None, self)
 
     def sync_async(self, path: str) -> Pending[None]:
-        with translated(path):
+        with translated(path, stopped=self.stopping):
             raw = self._kz.sync_async(path)
-        return Pending(raw, path, lambda r: None)
+        return Pending(raw, path, lambda r: None, self)
 
     def _call(self, request: Any, path: str, convert: Callable[[Any], T]) -> Pending[T]:
         raw = self._kz.handler.async_result()
         if self._kz._call(request, raw) is False:
-            raise translate(raw.exception, path)
-        return Pending(raw, path, convert)
+            raise translate(raw.exception, path, stopped=self.stopping)
+        return Pending(raw, path, convert, self)
 
     def _watcher(self, watch: WatchCallback | None) -> Callable[[Any], None] | None:
         if watch is None:
@@ -544,9 +604,3 @@ class KazooConnection:
                 other.close()
             except Exception:
                 pass
-
-
-def run_in_thread(name: str, fn: Callable[[], object]) -> threading.Thread:
-    thread = threading.Thread(target=fn, name=name, daemon=True)
-    thread.start()
-    return thread

@@ -22,9 +22,10 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
+from typing import final
 
 from zk_recipes._client.client import ZkClient
-from zk_recipes._errors import ConnectTimeoutError, ZkRecipesError
+from zk_recipes._errors import ConnectTimeoutError, WrongTypeError, ZkRecipesError
 from zk_recipes._settings import ClientSettings
 
 log = logging.getLogger("zk_recipes.process")
@@ -42,6 +43,7 @@ def _forget_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_in_child)
 
 
+@final
 class ProcessClient:
     """The process's client for one configuration: ``ProcessClient(settings).get()``.
 
@@ -51,7 +53,7 @@ class ProcessClient:
 
     def __init__(self, settings: ClientSettings | Callable[[], ClientSettings]) -> None:
         if not (isinstance(settings, ClientSettings) or callable(settings)):
-            raise TypeError(f"settings must be ClientSettings or a callable, got {settings!r}")
+            raise WrongTypeError(f"settings must be ClientSettings or a callable, got {settings!r}")
         self._settings_source = settings
         self._lock = threading.Lock()
         self._pid = os.getpid()

@@ -1,21 +1,41 @@
-"""The session state machine: Curator's five states and simulated expiry.
+"""The session state machine: Curator's five states, simulated expiry, and the loss epoch.
 
 kazoo reports three states from its connection thread. ``SessionTracker``
-turns them into CONNECTED / SUSPENDED / RECONNECTED / LOST / READ_ONLY,
-noticing session changes (kazoo does not say when a reconnect landed on a
-new session) and keeping one invariant: LOST is always told before a
-RECONNECTED on a new session.
+turns them into CONNECTED / SUSPENDED / RECONNECTED / LOST / READ_ONLY (and
+CLOSED once the client is closed), noticing session changes (kazoo does not
+say when a reconnect landed on a new session) and keeping one invariant:
+LOST is always told before a RECONNECTED on a new session.
+
+**The loss epoch: one validity model for every hold.** ``epoch`` counts the
+session lives this client has ended: it is bumped, under the tracker's lock
+and *before* any listener hears of it, whenever LOST is published (declared
+by the client or told by the server) and when the client is closed. A hold
+(a lock, a lease, a leadership term...) records the epoch of the session
+that owns its node when it is taken (``epoch_of(session_id)``, None when
+that session is not this client's live one) and is still ours exactly
+while ``epoch`` has not moved. Session ids cannot answer that question:
+``session_id`` is "the last session that connected", and it keeps the dead
+session's id from LOST until a new session connects, which during a
+partition may be never.
 
 **Simulated expiry.** kazoo stays SUSPENDED through a whole partition and
 says LOST only once it reaches a server again, long after the server has
 expired the session and handed our locks to someone else. A watchdog thread
-counts from the *last reply read from the server* — not from SUSPENDED,
-which kazoo reports only after its read timeout (two thirds of the session)
+counts from the last moment the server provably heard us — the send time of
+the newest request or ping whose reply arrived (``KazooConnection.last_heard``;
+never a watch notification, which only shows that the server can reach us)
 — and declares LOST once ``simulated_expiry_fraction`` of the negotiated
-session timeout has passed in silence. The session is then abandoned: kazoo
-builds a new one (and is told to drop the old one again should it manage to
-resume it), and once the server is reachable the old session is closed on
-the server, so its ephemeral nodes go at once instead of at its expiry.
+session timeout has passed since. The server cannot expire the session
+before a full timeout after it last heard us, so the LOST is told first. The
+session is then abandoned: kazoo builds a new one (and is told to drop the
+old one again should it manage to resume it), and once the server is
+reachable the old session is closed on the server, so its ephemeral nodes go
+at once instead of at its expiry.
+
+**A connection that ends by itself.** kazoo's connection thread stops for
+good on AUTH_FAILED or an unexpected exception. The tracker then publishes
+LOST (the session cannot be resumed by that kazoo client) and calls
+``on_connection_ended`` so the client can build a new connection.
 """
 
 from __future__ import annotations
@@ -24,52 +44,98 @@ import functools
 import logging
 import threading
 import time
+from collections.abc import Callable
 
-from zk_recipes._client.kazoo import KazooConnection, run_in_thread
+from zk_recipes._client.kazoo import KazooConnection
 from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateChange
+from zk_recipes._internals.threads import run_in_thread
 from zk_recipes._settings import ClientSettings
 
 log = logging.getLogger("zk_recipes.client")
 
+#: ``on_connection_ended(conn, why)``: kazoo's connection thread for ``conn`` ended by itself.
+ConnectionEnded = Callable[[KazooConnection, str], None]
+
 
 class SessionTracker:
-    """Decides and publishes connection states for one client."""
+    """Decides and publishes connection states for one client; keeps the loss epoch."""
 
-    def __init__(self, settings: ClientSettings, listeners: ListenerRegistry) -> None:
+    def __init__(
+        self,
+        settings: ClientSettings,
+        listeners: ListenerRegistry,
+        on_connection_ended: ConnectionEnded | None = None,
+    ) -> None:
         self._settings = settings
         self._listeners = listeners
+        self._on_connection_ended = on_connection_ended
         self._changed = threading.Condition(threading.Lock())
         self._conn: KazooConnection | None = None
         self._closed = False
         self._watchdog: threading.Thread | None = None
         self.state: ConnectionState | None = None
         self.session_id = 0
+        #: Session lives ended so far (LOST or close): see the module note.
+        self.epoch = 0
+        #: Changes published so far (StateChange.seq of the last one).
+        self.seq = 0
         #: Sessions given up by simulated expiry, still to be closed on the server.
         self._abandoned: list[tuple[int, bytes]] = []
         self._abandoned_ids: set[int] = set()
         self._past_sessions: set[int] = set()
 
     def attach(self, conn: KazooConnection) -> None:
-        """Follow ``conn`` (before it starts) and begin watching for silence."""
+        """Follow ``conn`` (before it starts); the watchdog starts with the first one."""
         with self._changed:
             self._conn = conn
-        self._watchdog = run_in_thread("zk-recipes session watchdog", self._watch)
+            self._changed.notify_all()
+            if self._watchdog is None and not self._closed:
+                self._watchdog = run_in_thread("zk-recipes session watchdog", self._watch)
 
     def close(self) -> None:
+        """End the current session life (CLOSED is the last state listeners hear)."""
         with self._changed:
+            if self._closed:
+                return
             self._closed = True
             self._conn = None
+            if self.state is not None:
+                self._publish(ConnectionState.CLOSED, self.session_id)
+            else:
+                self.epoch += 1
+                self.state = ConnectionState.CLOSED
             self._changed.notify_all()
         watchdog = self._watchdog
         if watchdog is not None and watchdog is not threading.current_thread():
             watchdog.join(2.0)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def earlier_sessions(self) -> set[int]:
         """Sessions this client had before the current one (their nodes are ours, and stale)."""
         with self._changed:
             return self._past_sessions | self._abandoned_ids
 
-    def wait_connected(self, timeout: float) -> bool:
+    def epoch_of(self, session_id: int) -> int | None:
+        """The epoch a node owned by ``session_id`` belongs to; None if that session is not live.
+
+        Live: it is the current session and it has not been declared LOST (nor
+        the client closed).
+        """
+        with self._changed:
+            state = self.state
+            if (
+                session_id
+                and session_id == self.session_id
+                and state is not None
+                and not state.ends_session
+            ):
+                return self.epoch
+            return None
+
+    def wait_connected(self, timeout: float | None) -> bool:
         with self._changed:
             return (
                 self._changed.wait_for(
@@ -81,18 +147,24 @@ class SessionTracker:
 
     # -- decisions (kazoo's connection thread, or the watchdog) ------------
     def _publish(self, state: ConnectionState, session_id: int, *, simulated: bool = False) -> None:
-        # Called with self._changed held.
+        # Called with self._changed held. The epoch moves before anyone hears of
+        # the loss, so a hold checked from now on is already invalid.
+        if state.ends_session:
+            self.epoch += 1
+        self.seq += 1
         self.state = state
         self._changed.notify_all()
         log.info("ZooKeeper state %s (session %#x)", state.name, session_id)
-        self._listeners.publish(StateChange(state, session_id, time.monotonic(), simulated))
+        self._listeners.publish(
+            StateChange(state, session_id, time.monotonic(), simulated, self.seq)
+        )
 
-    def on_raw_state(self, kind: str, session_id: int) -> None:
+    def on_raw_state(self, conn: KazooConnection, kind: str, session_id: int) -> None:
         """kazoo's hook, on kazoo's connection thread: decide, publish, never block."""
         reclaim: list[tuple[int, bytes]] = []
+        ended = False
         with self._changed:
-            conn = self._conn
-            if self._closed or conn is None:
+            if self._closed or conn is not self._conn:
                 return
             if kind in ("CONNECTED", "READ_ONLY"):
                 if session_id in self._abandoned_ids:
@@ -114,11 +186,17 @@ class SessionTracker:
             elif kind == "SUSPENDED":
                 if self.state is not None and self.state.is_connected:
                     self._publish(ConnectionState.SUSPENDED, self.session_id)
-            elif self.state is not None and self.state is not ConnectionState.LOST:
-                # EXPIRED (the server says so), AUTH_FAILED or CLOSED while not closing.
-                if self.state.is_connected:
-                    self._publish(ConnectionState.SUSPENDED, self.session_id)
-                self._publish(ConnectionState.LOST, self.session_id)
+            else:
+                # EXPIRED (the server says so), AUTH_FAILED, or CLOSED: kazoo's
+                # connection thread ended by itself (we stop it only after close()).
+                ended = kind == "CLOSED"
+                if self.state is not None and self.state is not ConnectionState.LOST:
+                    if self.state.is_connected:
+                        self._publish(ConnectionState.SUSPENDED, self.session_id)
+                    self._publish(ConnectionState.LOST, self.session_id)
+        if ended and self._on_connection_ended is not None:
+            why = conn.last_problem or "kazoo's connection thread ended"
+            self._on_connection_ended(conn, why)
         timeout = self._settings.connection_timeout
         for client_id in reclaim:
             run_in_thread(
@@ -127,28 +205,30 @@ class SessionTracker:
             )
 
     def _watch(self) -> None:
-        """Declare LOST when the server has been silent for too long (simulated expiry)."""
+        """Declare LOST when the server cannot have heard us for too long (simulated expiry)."""
         fraction = self._settings.simulated_expiry_fraction
         with self._changed:
             while not self._closed:
                 conn = self._conn
                 if conn is None:
-                    return
+                    self._changed.wait(1.0)
+                    continue
                 limit = fraction * (conn.negotiated_timeout or self._settings.session_timeout)
                 if self.state is None or self.state is ConnectionState.LOST:
                     self._changed.wait(limit / 4)
                     continue
-                silent = time.monotonic() - conn.last_reply
+                silent = time.monotonic() - conn.last_heard
                 if silent < limit:
                     self._changed.wait(limit - silent + 0.005)
                     continue
+                why = (
+                    f"the server cannot have heard from us for {silent:.2f} s "
+                    f"({fraction:.0%} of the {limit / fraction:.2f} s session timeout)"
+                )
                 log.warning(
-                    "no reply from ZooKeeper for %.2f s (%.0f%% of the %.2f s session timeout): "
-                    "declaring session %#x LOST",
+                    "no reply from ZooKeeper to anything sent in the last %.2f s: %s",
                     silent,
-                    fraction * 100,
-                    limit / fraction,
-                    self.session_id,
+                    why,
                 )
                 client_id = conn.client_id
                 if client_id is not None:

@@ -1,33 +1,37 @@
-"""Connection states (Curator's model) and the listener dispatcher.
+"""Connection states (Curator's model, plus CLOSED) and the listener dispatcher.
 
 kazoo knows three states and calls its listeners on its one I/O thread, so
 a listener that blocks stalls the whole client (kazoo #381, #355). Here a
 listener never runs on a kazoo thread: each registered listener has its own
-serial queue, drained by a short-lived worker thread. Events reach one
-listener in the order they happened, and a listener that sleeps delays only
-itself, never watches nor the other listeners.
+serial queue (``SerialExecutor``). Events reach one listener in the order
+they happened, and a listener that sleeps delays only itself, never watches
+nor the other listeners.
 
 States: CONNECTED (first session), SUSPENDED (connection lost, session may
 live), RECONNECTED (connected again; ``session_id`` says whether it is the
 same session), LOST (the session is gone: expired on the server, or declared
 lost by the client when the server stayed silent too long), READ_ONLY
-(connected to a read-only server). LOST always comes before a session
-change, so a listener that sees RECONNECTED with a new session id has been
-told LOST first.
+(connected to a read-only server), and CLOSED (``close()`` was called: the
+last state a listener hears). LOST always comes before a session change, so
+a listener that sees RECONNECTED with a new session id has been told LOST
+first.
+
+Every change carries ``seq``, its place in the client's sequence of changes:
+a listener registered at some point can tell a change decided before that
+point (queued for an earlier registration) from a new one, and ignore it.
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import enum
 import functools
-import logging
 import threading
 import time
 from collections.abc import Callable
 
-log = logging.getLogger("zk_recipes.client")
+from zk_recipes._errors import WrongTypeError
+from zk_recipes._internals.threads import SerialExecutor
 
 
 class ConnectionState(enum.Enum):
@@ -36,6 +40,8 @@ class ConnectionState(enum.Enum):
     RECONNECTED = "RECONNECTED"
     LOST = "LOST"
     READ_ONLY = "READ_ONLY"
+    #: ``close()`` was called: terminal, like LOST, but by you.
+    CLOSED = "CLOSED"
 
     @property
     def is_connected(self) -> bool:
@@ -46,59 +52,28 @@ class ConnectionState(enum.Enum):
             ConnectionState.READ_ONLY,
         )
 
+    @property
+    def ends_session(self) -> bool:
+        """True for LOST and CLOSED: every ephemeral node of the session is gone (or going)."""
+        return self in (ConnectionState.LOST, ConnectionState.CLOSED)
+
 
 @dataclasses.dataclass(frozen=True)
 class StateChange:
     """What a connection-state listener receives."""
 
     state: ConnectionState
-    #: The session this change is about (0 when there is none, e.g. on LOST).
+    #: The session this change is about (0 when there is none).
     session_id: int
     #: ``time.monotonic()`` when the change was decided.
     at: float
     #: True when LOST was declared by the client (no reply for too long), not by the server.
     simulated: bool = False
+    #: Its place in this client's sequence of changes (1, 2, ...).
+    seq: int = 0
 
 
 StateListener = Callable[[StateChange], object]
-
-
-class SerialExecutor:
-    """Runs calls one at a time, in order, on a worker thread that exists only while busy."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-        self._queue: collections.deque[Callable[[], object]] = collections.deque()
-        self._lock = threading.Lock()
-        self._running = False
-        self._idle = threading.Event()
-        self._idle.set()
-
-    def submit(self, fn: Callable[[], object]) -> None:
-        with self._lock:
-            self._queue.append(fn)
-            if self._running:
-                return
-            self._running = True
-            self._idle.clear()
-        threading.Thread(target=self._drain, name=self._name, daemon=True).start()
-
-    def _drain(self) -> None:
-        while True:
-            with self._lock:
-                if not self._queue:
-                    self._running = False
-                    self._idle.set()
-                    return
-                fn = self._queue.popleft()
-            try:
-                fn()
-            except Exception:
-                log.exception("error in %s", self._name)
-
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until everything submitted so far has run."""
-        return self._idle.wait(timeout)
 
 
 class ListenerRegistry:
@@ -110,7 +85,7 @@ class ListenerRegistry:
 
     def add(self, listener: StateListener) -> None:
         if not callable(listener):
-            raise TypeError(f"a state listener must be callable, got {listener!r}")
+            raise WrongTypeError(f"a state listener must be callable, got {listener!r}")
         with self._lock:
             if listener not in self._listeners:
                 name = getattr(listener, "__qualname__", repr(listener))

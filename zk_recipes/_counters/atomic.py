@@ -30,22 +30,25 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from typing import ClassVar, NamedTuple
+from typing import ClassVar, NamedTuple, final
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
-from zk_recipes._client.kazoo import ZnodeStat
-from zk_recipes._counters.shared_count import check_int, decode, encode, wrap
+from zk_recipes._counters.encoding import check_int, decode, encode, wrap
 from zk_recipes._errors import (
     BadVersionError,
+    ConfigurationError,
     ConnectionLostError,
     NodeExistsError,
     NoNodeError,
     SessionLost,
+    WrongTypeError,
     ZkTimeoutError,
 )
+from zk_recipes._internals.args import require_client
 from zk_recipes._locks.lock import Lock
 from zk_recipes._retry import BoundedExponentialBackoffRetry, RetryNTimes, RetryPolicy
+from zk_recipes._types import ZnodeStat
 
 log = logging.getLogger("zk_recipes.atomic")
 
@@ -95,12 +98,14 @@ class PromotedToLock:
     def __post_init__(self) -> None:
         _paths.validate_writable_path(self.lock_path, what="lock_path")
         if not isinstance(self.retry_policy, RetryPolicy):
-            raise TypeError(f"retry_policy must be a RetryPolicy, got {self.retry_policy!r}")
+            raise WrongTypeError(f"retry_policy must be a RetryPolicy, got {self.retry_policy!r}")
         timeout = self.timeout
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0
         ):
-            raise ValueError(f"timeout must be None or a number of seconds >= 0, got {timeout!r}")
+            raise ConfigurationError(
+                f"timeout must be None or a number of seconds >= 0, got {timeout!r}"
+            )
 
 
 def _default_policy() -> RetryPolicy:
@@ -125,16 +130,15 @@ class _AtomicNumber:
         retry_policy: RetryPolicy | None = None,
         promote_to_lock: PromotedToLock | str | None = None,
     ) -> None:
-        if not isinstance(client, ZkClient):
-            raise TypeError(f"{self._kind} needs a ZkClient, got {client!r}")
+        require_client(client, self._kind)
         if retry_policy is None:
             retry_policy = _default_policy()
         if not isinstance(retry_policy, RetryPolicy):
-            raise TypeError(f"retry_policy must be a RetryPolicy, got {retry_policy!r}")
+            raise WrongTypeError(f"retry_policy must be a RetryPolicy, got {retry_policy!r}")
         if isinstance(promote_to_lock, str):
             promote_to_lock = PromotedToLock(promote_to_lock)
         if promote_to_lock is not None and not isinstance(promote_to_lock, PromotedToLock):
-            raise TypeError(
+            raise WrongTypeError(
                 f"promote_to_lock must be a lock path or a PromotedToLock, got {promote_to_lock!r}"
             )
         self.client = client
@@ -273,7 +277,7 @@ class _AtomicNumber:
             return True
         except (BadVersionError, NodeExistsError, NoNodeError):
             return False
-        except (ConnectionLostError, ZkTimeoutError) as exc:
+        except (ConnectionLostError, ZkTimeoutError, SessionLost) as exc:
             kind = SessionLost if isinstance(exc, SessionLost) else ConnectionLostError
             raise kind(
                 f"{self._kind} {self.path}: the connection failed during a write, which may or "
@@ -281,6 +285,7 @@ class _AtomicNumber:
             ) from exc
 
 
+@final
 class AtomicLong(_AtomicNumber):
     """A 64-bit counter updated by compare-and-set (Curator's DistributedAtomicLong)."""
 
@@ -288,6 +293,7 @@ class AtomicLong(_AtomicNumber):
     _kind = "AtomicLong"
 
 
+@final
 class AtomicInt(_AtomicNumber):
     """A 32-bit counter updated by compare-and-set (Curator's DistributedAtomicInteger)."""
 

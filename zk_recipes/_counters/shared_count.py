@@ -1,9 +1,8 @@
-"""SharedCount (Curator's SharedCount), and the number encoding it shares with AtomicLong.
+"""SharedCount: Curator's SharedCount, a shared 32-bit int with change listeners.
 
-SharedCount and the atomics (_counters/atomic.py) keep a number in one PERSISTENT
-node (under CONTAINER parents), as big-endian two's complement: 4 bytes for
-SharedCount and AtomicInt, 8 for AtomicLong — Curator's bytes exactly, so
-Java and Python share counters.
+The number lives in one PERSISTENT node (under CONTAINER parents), in
+Curator's 4-byte encoding (_counters/encoding.py), so Java and Python share
+counters.
 
 **SharedCount** caches the value. ``start()`` seeds the node if it is absent
 and reads it with a data watch; every watch event (kazoo's NONE after a
@@ -29,12 +28,12 @@ import functools
 import logging
 import threading
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, final
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
-from zk_recipes._client.kazoo import WatchEvent, ZnodeStat
-from zk_recipes._client.states import SerialExecutor, StateChange
+from zk_recipes._client.states import StateChange
+from zk_recipes._counters.encoding import check_int, decode, encode, is_newer
 from zk_recipes._errors import (
     BadVersionError,
     ClientStateError,
@@ -44,63 +43,16 @@ from zk_recipes._errors import (
     NoNodeError,
     RecipeUsageError,
     RetriesExhaustedError,
+    SessionLost,
+    WrongTypeError,
     ZkTimeoutError,
 )
+from zk_recipes._internals.args import require_client
+from zk_recipes._internals.lifecycle import Lifecycle
+from zk_recipes._internals.threads import SerialExecutor
+from zk_recipes._types import WatchEvent, ZnodeStat
 
 log = logging.getLogger("zk_recipes.counter")
-
-
-# -- numbers and bytes ---------------------------------------------------------------------
-
-
-def _bounds(bits: int) -> tuple[int, int]:
-    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-
-
-def wrap(value: int, bits: int) -> int:
-    """``value`` reduced to a ``bits``-bit two's complement int, as Java arithmetic does."""
-    half = 1 << (bits - 1)
-    return ((value + half) % (1 << bits)) - half
-
-
-def check_int(value: object, bits: int, what: str) -> int:
-    """``value`` if it is an int that fits ``bits`` signed bits; TypeError/ValueError if not."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an int, got {value!r}")
-    low, high = _bounds(bits)
-    if not low <= value <= high:
-        raise ValueError(f"{what} must fit a signed {bits}-bit int ({low}..{high}), got {value}")
-    return value
-
-
-def encode(value: int, bits: int) -> bytes:
-    """Big-endian two's complement, as Java's ByteBuffer writes it."""
-    return value.to_bytes(bits // 8, "big", signed=True)
-
-
-def decode(data: bytes, bits: int, path: str, *, empty_is_zero: bool) -> int:
-    """The number in ``data``; extra trailing bytes are ignored, as in Curator."""
-    width = bits // 8
-    if not data and empty_is_zero:
-        return 0
-    if len(data) < width:
-        raise CorruptedValueError(
-            f"{path} holds {len(data)} byte(s) ({data.hex() or 'empty'}), not a {bits}-bit "
-            f"counter ({width} bytes, big-endian). Another program wrote it; fix or delete "
-            "the node.",
-            path,
-        )
-    return int.from_bytes(data[:width], "big", signed=True)
-
-
-def is_newer(candidate_mzxid: int, current_mzxid: int) -> bool:
-    """Whether a read or write (by its stat's mzxid) is newer than what the cache holds.
-
-    mzxid is the zxid of the node's last write: 64 bits, growing with every
-    change in the ensemble (a delete and re-create too). dataVersion is NOT
-    used: it wraps from 2**31 - 1 to -2**31 and restarts at 0 on re-create.
-    """
-    return candidate_mzxid > current_mzxid
 
 
 # -- SharedCount ---------------------------------------------------------------------------
@@ -121,22 +73,19 @@ class _Cached(NamedTuple):
 
 CountListener = Callable[[int], object]
 
-_LATENT, _STARTED, _CLOSED = "latent", "started", "closed"
 
-
+@final
 class SharedCount:
     """A shared 32-bit int with change listeners: ``start()`` (or ``with``) before use."""
 
     _bits = 32
 
     def __init__(self, client: ZkClient, path: str, seed: int) -> None:
-        if not isinstance(client, ZkClient):
-            raise TypeError(f"SharedCount needs a ZkClient, got {client!r}")
-        self.client = client
+        self.client = require_client(client, "SharedCount")
         self.path = _paths.validate_writable_path(path)
         self.seed = check_int(seed, self._bits, "seed")
         self._guard = threading.Lock()
-        self._state = _LATENT
+        self._life = Lifecycle()
         self._cached: _Cached | None = None
         self._listeners: list[CountListener] = []
         self._notifier = SerialExecutor(f"zk-recipes SharedCount listeners {self.path}")
@@ -147,11 +96,7 @@ class SharedCount:
     def start(self) -> SharedCount:
         """Create the node with ``seed`` if it is absent, read it and start watching."""
         with self._guard:
-            if self._state != _LATENT:
-                raise RecipeUsageError(
-                    f"{self!r} was already started; a SharedCount starts once (make a new one)"
-                )
-            self._state = _STARTED
+            self._life.begin(repr(self), instead="make a new SharedCount")
         try:
             self.client.add_listener(self._on_state)
             for _ in range(5):
@@ -168,9 +113,8 @@ class SharedCount:
     def close(self) -> None:
         """Stop watching and notifying. Idempotent."""
         with self._guard:
-            if self._state == _CLOSED:
+            if self._life.end() is None:
                 return
-            self._state = _CLOSED
             self._listeners.clear()
         self.client.remove_listener(self._on_state)
 
@@ -213,7 +157,9 @@ class SharedCount:
         """
         current = self._current()
         if not isinstance(previous, VersionedValue):
-            raise TypeError(f"previous must be a VersionedValue from versioned(), got {previous!r}")
+            raise WrongTypeError(
+                f"previous must be a VersionedValue from versioned(), got {previous!r}"
+            )
         data = encode(check_int(value, self._bits, "value"), self._bits)
         if (current.value, current.version) != tuple(previous):
             return False
@@ -221,7 +167,9 @@ class SharedCount:
             # Not resent on a lost reply: the copy would fail as BadVersion (see above).
             stat = self.client.set(self.path, data, previous.version)
         except (BadVersionError, NoNodeError):
-            with contextlib.suppress(ConnectionLostError, ZkTimeoutError, RetriesExhaustedError):
+            with contextlib.suppress(
+                ConnectionLostError, ZkTimeoutError, SessionLost, RetriesExhaustedError
+            ):
                 self.client.retry(self._read)
             return False
         self._offer(value, stat)
@@ -231,9 +179,9 @@ class SharedCount:
     def add_listener(self, listener: CountListener) -> None:
         """Call ``listener(value)`` on each newer value seen, in order, on a thread of ours."""
         if not callable(listener):
-            raise TypeError(f"a SharedCount listener must be callable, got {listener!r}")
+            raise WrongTypeError(f"a SharedCount listener must be callable, got {listener!r}")
         with self._guard:
-            if self._state == _CLOSED:
+            if self._life.closed:
                 raise RecipeUsageError(f"{self!r} is closed")
             self._listeners.append(listener)
 
@@ -244,14 +192,14 @@ class SharedCount:
     def __repr__(self) -> str:
         cached = self._cached
         shown = f"value={cached.value} version={cached.version}" if cached else "no value"
-        return f"<SharedCount {self.path} {self._state} {shown}>"
+        return f"<SharedCount {self.path} {self._life.phase.value} {shown}>"
 
     # -- internals -------------------------------------------------------
     def _current(self) -> _Cached:
-        state, cached = self._state, self._cached
-        if state != _STARTED or cached is None:
+        closed, cached = self._life.closed, self._cached
+        if not self._life.started or cached is None:
             raise RecipeUsageError(
-                f"{self!r} is {'closed' if state == _CLOSED else 'not started'}: "
+                f"{self!r} is {'closed' if closed else 'not started'}: "
                 "call start() or use `with SharedCount(...) as count:`"
             )
         return cached
@@ -275,7 +223,7 @@ class SharedCount:
             if old is not None and not is_newer(stat.mzxid, old.mzxid):
                 return
             self._cached = _Cached(value, stat.version, stat.mzxid)
-            if old is not None and self._state == _STARTED:
+            if old is not None and self._life.started:
                 # Submitted under the guard: the listeners get values in mzxid order.
                 self._notifier.submit(functools.partial(self._notify, value))
 
@@ -297,7 +245,7 @@ class SharedCount:
 
     def _schedule_refresh(self) -> None:
         with self._guard:
-            if self._state != _STARTED or self._refresh_queued:
+            if not self._life.started or self._refresh_queued:
                 return
             self._refresh_queued = True
         self._refresher.submit(self._refresh)
@@ -305,7 +253,7 @@ class SharedCount:
     def _refresh(self) -> None:
         with self._guard:
             self._refresh_queued = False  # later events schedule another read
-            if self._state != _STARTED:
+            if not self._life.started:
                 return
         try:
             self.client.retry(self._read)
@@ -313,6 +261,6 @@ class SharedCount:
             log.error("SharedCount %s: keeping the last value", self.path, exc_info=True)
         except ClientStateError:
             pass  # the client is closing
-        except (ConnectionLostError, ZkTimeoutError, RetriesExhaustedError):
+        except (ConnectionLostError, ZkTimeoutError, SessionLost, RetriesExhaustedError):
             # Reconnecting triggers another read (see _on_state).
             log.debug("SharedCount %s: re-read failed", self.path, exc_info=True)

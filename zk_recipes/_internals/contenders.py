@@ -1,13 +1,15 @@
 """The contender queue: sequential-ephemeral nodes, first in line wins.
 
 Shared by every lock-like recipe (Lock, RLock, both halves of ReadWriteLock,
-the semaphores' internal mutex) and by leader election. Curator's
+the semaphores' internal mutex and leases) and by leader election. Curator's
 LockInternals + StandardLockInternalsDriver, same wire layout, so Java and
 Python contenders queue in one directory:
 
 1. **Enter**: a protected EPHEMERAL_SEQUENTIAL node ``<dir>/_c_<uuid>-<token><seq>``
    under CONTAINER parents, *pipelined* with the read of the directory's
-   children (one round trip; the list already holds our node).
+   children (one round trip; the list already holds our node). Once our node
+   exists, nothing on this path raises without deleting it (a contender of
+   our live session left in the queue would block everyone, F8).
 2. **Sort** every child by the text after the last occurrence of a queue
    token (the whole name if there is none). Foreign children take part, as
    in Curator (a foreign child that sorts first blocks the queue: CURATOR-43).
@@ -18,18 +20,31 @@ Python contenders queue in one directory:
    watch is left behind when it is already gone). When it is deleted and it
    was the head of the queue we saw while we were second, it is our turn
    without a re-read: sequence numbers only grow, so nobody can have queued
-   ahead of us. Any other wake-up — another deletion, kazoo's NONE event
-   after a disconnect (kazoo drops every watch then), a timeout of a request
-   — re-lists and re-decides.
-5. **Trust** a node only while its ``ephemeralOwner`` is our current session.
-   If our node is missing from the list, or the session changed, the session
-   was lost: enter again with a new node (Curator does the same).
+   ahead of us — provided our node is still ours (its loss epoch, see
+   _internals/holding.py). Any other wake-up — another deletion, kazoo's
+   NONE event after a disconnect (kazoo drops every watch then), a timeout
+   of a request — re-lists and re-decides.
+5. **Trust** a node only while its session life lasts (``Entry.epoch`` is the
+   client's ``loss_epoch``). If our node is missing from the list, or its
+   session was lost, enter again with a new node (Curator does the same).
 
+Faults. A failure to enter (connection lost, session expired, retries
+exhausted) is ridden out until the caller's deadline, as Curator's acquire
+does, and never escapes ``acquire()``: with no deadline it waits until
+connected and tries again. Re-reads ride out disconnects the same way.
 SUSPENDED: the wait goes on (requests queue until the connection is back).
-LOST: our node is gone; the next re-list notices and re-enters. A wait that
-times out, is cancelled (``Cancellation``, for recipes that can be closed
-while they wait, such as LeaderSelector) or fails deletes its own node
-(guaranteed delete) so nobody is blocked by it (kazoo #732).
+LOST: our node is gone; the next re-list (or the epoch) notices and we
+re-enter. A wait that times out, is cancelled (``Cancellation``) or fails
+deletes its own node (guaranteed delete) so nobody is blocked by it (kazoo
+#732).
+
+Sequence wrap (F7, shared with Curator): the ``%010d`` suffix comes from the
+directory's signed 32-bit child counter, which wraps after about 2**31
+creates and deletes in a directory that never empties (a CONTAINER that
+empties is reaped and starts again at 0). After the wrap new names sort
+*first*, so a newcomer would see itself ahead of the holder. Entering
+refuses a negative sequence with SequenceOverflowError (and deletes the
+node) and warns loudly from ``NEAR_WRAP`` on.
 """
 
 from __future__ import annotations
@@ -42,19 +57,29 @@ from collections.abc import Callable, Iterator, Sequence
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
-from zk_recipes._client.kazoo import CreateMode, WatchEvent, WatchEventType
-from zk_recipes._deadline import expired, remaining, request_timeout
+from zk_recipes._deadline import Expired, expired, patient, remaining, request_timeout
 from zk_recipes._errors import (
+    ClientStateError,
     ConnectionLostError,
     NoNodeError,
+    RetriesExhaustedError,
+    SequenceOverflowError,
     SessionLost,
     ZkTimeoutError,
 )
+from zk_recipes._types import CreateMode, WatchEvent, WatchEventType
 
 log = logging.getLogger("zk_recipes.contenders")
 
 #: ``rule(sorted_names, our_index) -> name to wait for, or None when it is our turn``.
 Rule = Callable[[list[str], int], "str | None"]
+
+#: From this sequence number on, entering warns that the directory nears the wrap.
+NEAR_WRAP = 2**31 - 2**26  # ~67 million cycles left: days at hundreds of cycles/s
+
+#: What a failed enter can be ridden out on (the server did not answer, or the
+#: session ended under it): wait until connected, then enter again.
+_RIDE_OUT = (ConnectionLostError, ZkTimeoutError, SessionLost, RetriesExhaustedError)
 
 
 def sort_key(name: str, tokens: Sequence[str]) -> str:
@@ -64,6 +89,17 @@ def sort_key(name: str, tokens: Sequence[str]) -> str:
         if index >= 0:
             return name[index + len(token) :]
     return name
+
+
+def sequence_of(name: str, tokens: Sequence[str]) -> int | None:
+    """The sequence number in a contender's name (None for a name without one)."""
+    key = sort_key(name, tokens)
+    if key == name:
+        return None
+    try:
+        return int(key)
+    except ValueError:
+        return None
 
 
 def first_in_line(max_leases: int = 1) -> Rule:
@@ -86,6 +122,13 @@ class Entry:
     czxid: int
     #: The session that owns the node.
     session_id: int
+    #: The loss epoch of that session when the node was made (None: already not live).
+    epoch: int | None
+
+
+def is_live(client: ZkClient, entry: Entry) -> bool:
+    """Whether ``entry``'s session life lasts (see _internals/holding.py)."""
+    return entry.epoch is not None and entry.epoch == client.loss_epoch
 
 
 @dataclasses.dataclass
@@ -103,12 +146,15 @@ class Cancellation:
 
     Like ``client.wake_on_close``, it sets the event a wait sleeps on, so a
     waiter gives up without polling (and keeps its place until it does).
+    With a ``parent``, it is also set while the parent is (a recipe's
+    permanent "closed" flag under a per-call ``cancel()``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, parent: Cancellation | None = None) -> None:
         self._guard = threading.Lock()
         self._set = False
         self._events: set[threading.Event] = set()
+        self.parent = parent
 
     def set(self) -> None:
         with self._guard:
@@ -117,26 +163,25 @@ class Cancellation:
         for event in events:
             event.set()
 
-    def clear(self) -> None:
-        with self._guard:
-            self._set = False
-
     def is_set(self) -> bool:
-        return self._set
+        return self._set or (self.parent is not None and self.parent.is_set())
 
     @contextlib.contextmanager
     def wakes(self, event: threading.Event) -> Iterator[None]:
-        """Set ``event`` if this is (or becomes) set while the block runs."""
-        with self._guard:
-            if self._set:
-                event.set()
-            else:
-                self._events.add(event)
-        try:
-            yield
-        finally:
+        """Set ``event`` if this (or its parent) is, or becomes, set while the block runs."""
+        with contextlib.ExitStack() as stack:
+            if self.parent is not None:
+                stack.enter_context(self.parent.wakes(event))
             with self._guard:
-                self._events.discard(event)
+                if self._set:
+                    event.set()
+                else:
+                    self._events.add(event)
+            try:
+                yield
+            finally:
+                with self._guard:
+                    self._events.discard(event)
 
 
 class ContenderQueue:
@@ -154,6 +199,7 @@ class ContenderQueue:
         self.path = _paths.validate_writable_path(path)
         self.token = token
         self.sort_tokens = tuple(sort_tokens) if sort_tokens else (token,)
+        self._warned_near_wrap = False
 
     def sort(self, children: Sequence[str]) -> list[str]:
         return sorted(children, key=lambda name: sort_key(name, self.sort_tokens))
@@ -168,8 +214,13 @@ class ContenderQueue:
         except NoNodeError:
             return []
 
-    def enter(self, data: bytes, token: str | None = None) -> tuple[Entry, list[str]]:
-        """Create our node and read the queue in one round trip; the queue comes sorted."""
+    def enter(self, data: bytes, token: str | None = None) -> tuple[Entry, list[str] | None]:
+        """Create our node and read the queue in one round trip; the queue comes sorted.
+
+        The list is None when it could not be read (our node exists all the
+        same: re-read it). Raises SequenceOverflowError, our node deleted,
+        when the directory's sequence numbers have wrapped.
+        """
         created, children = self.client.create_and_list(
             _paths.join(self.path, token or self.token),
             data,
@@ -177,13 +228,43 @@ class ContenderQueue:
             protected=True,
             parents=True,
         )
+        owner = created.stat.ephemeral_owner
         entry = Entry(
             created.path,
             _paths.name_of(created.path),
             created.stat.czxid,
-            created.stat.ephemeral_owner,
+            owner,
+            self.client.session_epoch(owner),
         )
-        return entry, self.sort(children)
+        self._check_sequence(entry)
+        return entry, (self.sort(children) if children is not None else None)
+
+    def _check_sequence(self, entry: Entry) -> None:
+        sequence = sequence_of(entry.name, self.sort_tokens)
+        if sequence is None:
+            return
+        if sequence < 0:
+            self._forget(entry)
+            full = self.client.namespace + self.path
+            message = (
+                f"the sequence numbers in {self.path} have wrapped around (our new node is "
+                f"{entry.name}): ZooKeeper's 32-bit child counter of this directory overflowed, "
+                "so new contenders now sort ahead of older ones and queueing here could give "
+                "two holders. Stop every process that uses this path, delete the directory "
+                f"(zkCli.sh: deleteall {full}) and start them again: a new directory counts "
+                "from 0."
+            )
+            log.error(message)
+            raise SequenceOverflowError(message, self.path)
+        if sequence >= NEAR_WRAP and not self._warned_near_wrap:
+            self._warned_near_wrap = True
+            log.warning(
+                "the sequence numbers in %s are at %d, near the 32-bit wrap at 2147483647: "
+                "before they wrap, stop every process that uses this path and delete the "
+                "directory (it starts again at 0); after the wrap it refuses new contenders",
+                self.path,
+                sequence,
+            )
 
     def leave(self, entry: Entry) -> None:
         """Delete our node; if the connection fails, keep trying in the background."""
@@ -197,7 +278,6 @@ class ContenderQueue:
         *,
         token: str | None = None,
         head_shortcut: bool = True,
-        on_enter: Callable[[Entry], None] | None = None,
         cancel: Cancellation | None = None,
     ) -> Entry | None:
         """Queue up and wait for our turn; None if ``deadline`` (monotonic) passed first.
@@ -208,19 +288,25 @@ class ContenderQueue:
         """
         entry: Entry | None = None
         try:
-            entry, names = self.enter(data, token)
-            if on_enter is not None:
-                on_enter(entry)
+            names: list[str] | None = None
             while True:
-                if entry.session_id != self.client.session_id or entry.name not in names:
-                    # Our session was lost while we waited: our node is gone.
+                if entry is None:
+                    entered = self._enter_patiently(data, token, deadline, cancel)
+                    if entered is None:
+                        return None
+                    entry, names = entered
+                if names is None:
+                    names = self._relist(deadline, cancel)
+                    if names is None:
+                        self._forget(entry)
+                        return None
+                if not is_live(self.client, entry) or entry.name not in names:
+                    # Our session was lost while we waited: our node is gone (or going).
                     self._forget(entry)
+                    entry, names = None, None
                     if _expired(deadline, cancel):
                         return None
-                    log.info("node %s was lost with its session; queueing again", entry.path)
-                    entry, names = self.enter(data, token)
-                    if on_enter is not None:
-                        on_enter(entry)
+                    log.info("our node in %s was lost with its session; queueing again", self.path)
                     continue
                 index = names.index(entry.name)
                 waiting_for = rule(names, index)
@@ -231,13 +317,41 @@ class ContenderQueue:
                     return None
                 shortcut = head_shortcut and index == 1 and waiting_for == names[0]
                 deleted = self._wait_for_delete(self.node_path(waiting_for), deadline, cancel)
-                if deleted and shortcut and entry.session_id == self.client.session_id:
+                if deleted and shortcut and is_live(self.client, entry):
                     return entry
-                names = self._relist(deadline, cancel)
+                names = None
         except BaseException:
             if entry is not None:
                 self._forget(entry)
             raise
+
+    def _enter_patiently(
+        self, data: bytes, token: str | None, deadline: float | None, cancel: Cancellation | None
+    ) -> tuple[Entry, list[str] | None] | None:
+        """``enter()``, riding out connection trouble until the deadline (None: gave up)."""
+        failures = 0
+        while True:
+            try:
+                return self.enter(data, token)
+            except _RIDE_OUT as exc:
+                failures += 1
+                if _expired(deadline, cancel):
+                    log.info("could not queue in %s before the deadline: %s", self.path, exc)
+                    return None
+                (log.info if failures == 1 else log.debug)(
+                    "queueing in %s failed (%s); trying again once connected", self.path, exc
+                )
+                left = remaining(deadline)
+                self.client.wait_connected(min(1.0, left) if left is not None else 1.0)
+                if failures > 1 and not _expired(deadline, cancel):
+                    # Connected, yet failing at once again: back off a little.
+                    pause = threading.Event()
+                    with contextlib.ExitStack() as stack:
+                        stack.enter_context(self.client.wake_on_close(pause))
+                        if cancel is not None:
+                            stack.enter_context(cancel.wakes(pause))
+                        backoff = min(0.02 * 2**failures, 0.5)
+                        pause.wait(backoff if left is None else min(backoff, left))
 
     def _wait_for_delete(
         self, path: str, deadline: float | None, cancel: Cancellation | None = None
@@ -250,7 +364,7 @@ class ContenderQueue:
             )
         except NoNodeError:
             return True
-        except (ConnectionLostError, ZkTimeoutError):
+        except (ConnectionLostError, ZkTimeoutError, SessionLost):
             return False
         with (
             self.client.wake_on_close(wake.event),
@@ -259,27 +373,32 @@ class ContenderQueue:
             wake.event.wait(remaining(deadline))
         return wake.deleted
 
-    def _relist(self, deadline: float | None, cancel: Cancellation | None = None) -> list[str]:
-        while True:
+    def _relist(self, deadline: float | None, cancel: Cancellation | None) -> list[str] | None:
+        """The queue, read again across disconnects; None once the deadline passed."""
+        client = self.client
+
+        def send(limit: float) -> list[str]:
             try:
-                return self.sort(
-                    self.client.get_children_async(self.path).result(
-                        request_timeout(self.client.settings.connection_timeout, deadline)
-                    )
-                )
+                return client.get_children_async(self.path).result(limit)
             except NoNodeError:
                 return []  # the container went with our node: our session was lost
-            except SessionLost:
-                continue
-            except (ConnectionLostError, ZkTimeoutError):
-                left = remaining(deadline)
-                if (left is not None and left <= 0) or (cancel and cancel.is_set()):
-                    return []  # the caller sees the deadline (or the cancellation) and gives up
-                self.client.wait_connected(min(1.0, left) if left else 1.0)
+
+        try:
+            children = patient(
+                client,
+                deadline,
+                send,
+                cancelled=cancel.is_set if cancel is not None else None,
+            )
+        except Expired:
+            return None
+        return self.sort(children)
 
     def _forget(self, entry: Entry) -> None:
         try:
             self.leave(entry)
+        except ClientStateError:
+            pass  # a closed client: its session, and so our ephemeral node, is gone
         except Exception:
             log.warning("could not delete contender node %s", entry.path, exc_info=True)
 

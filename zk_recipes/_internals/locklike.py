@@ -1,23 +1,75 @@
-"""The verbs every lock-like recipe shares, written once (STYLE habit 3).
+"""The lock-like contract, written once (STYLE habit 3), and the verbs derived from it.
 
-A lock-like defines ``acquire(blocking=True, timeout=None) -> bool`` and
-``release()``, like ``threading.Lock``; this mixin derives the context forms:
-``with lock:`` (waits as long as it takes) and ``with lock.acquired(timeout):``,
-which raises LockTimeout because a ``with`` block cannot return False.
+``LockLike`` is what every lock-like recipe offers — Lock, RLock, both halves
+of ReadWriteLock, Semaphore, SemaphoreMutex, MultiLock — and what MultiLock,
+the contract tests and the benchmarks take: ``acquire(blocking=True,
+timeout=None) -> bool`` and ``release()`` as ``threading.Lock`` has them,
+``is_held()``, ``check()``, ``fencing_token``, ``lost`` and ``on_lost``.
+
+``LockVerbs`` derives the context forms from acquire/release: ``with lock:``
+(waits as long as it takes) and ``with lock.acquired(timeout):``, which
+raises LockTimeout because a ``with`` block cannot return False.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from typing import TypeVar
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from zk_recipes._errors import LockTimeout
+
+if TYPE_CHECKING:
+    from zk_recipes._client.client import ZkClient
 
 _L = TypeVar("_L", bound="LockVerbs")
 
 
+@runtime_checkable
+class LockLike(Protocol):
+    """What every lock-like recipe offers (and MultiLock takes as members)."""
+
+    #: The client the recipe uses.
+    client: ZkClient
+    #: The recipe's path, relative to the client's namespace.
+    path: str
+    #: Set when something held was lost with its session (cleared by the next acquire).
+    lost: threading.Event
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        """Take it; False only if not acquired in time (or at once, non-blocking)."""
+        ...
+
+    def release(self) -> None:
+        """Give it back."""
+        ...
+
+    def is_held(self) -> bool:
+        """True while held for sure (not in doubt, not lost)."""
+        ...
+
+    def check(self) -> None:
+        """Raise LockLost if what is held was lost; call it before exclusive side effects."""
+        ...
+
+    @property
+    def fencing_token(self) -> int:
+        """The czxid of the node held: storage can refuse writes with older tokens."""
+        ...
+
+    def on_lost(self, callback: Callable[[Any], object]) -> None:
+        """Call ``callback(recipe)`` (on a thread of the recipe's) when something held is lost."""
+        ...
+
+    def __enter__(self) -> Any: ...
+    def __exit__(self, *exc_info: object) -> object: ...
+    def acquired(self, timeout: float) -> contextlib.AbstractContextManager[Any]: ...
+
+
 class LockVerbs:
+    """Mixin: the context forms of a recipe that defines ``acquire`` and ``release``."""
+
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         raise NotImplementedError
 

@@ -15,8 +15,8 @@ Znodes (Curator 5 layout, so Java and Python candidates share one election):
 ``<path>/_c_<uuid>-latch-<seq10>``, EPHEMERAL_SEQUENTIAL, protected, under
 CONTAINER parents; data = the UTF-8 identifier (``""`` gives 0 bytes).
 
-SUSPENDED and LOST (the rules of ``node_in_doubt`` / ``node_lost_by``, as
-for a held Lock):
+SUSPENDED and LOST (the rules of every hold, _internals/holding.py: a term
+is a hold on our node):
 
 - ``ErrorPolicy.STANDARD`` (the default, Curator's): SUSPENDED drops
   leadership at once (``not_leader``). RECONNECTED on the same session with
@@ -28,8 +28,9 @@ for a held Lock):
 - LOST always drops leadership. On the new session the latch deletes its
   old node and joins again with a new one.
 
-Leadership is only ever declared on a node whose ``ephemeralOwner`` (from
-the create reply) is the client's *current* session. Curator 5.4 re-reads
+Leadership is only ever declared on a node whose session life lasts (its
+loss epoch is the client's; see _internals/holding.py), never on a node of
+a session already declared LOST. Curator 5.4 re-reads
 the directory after a reconnect and can lead on its old node, which the
 server keeps until it expires the old session: two leaders (CURATOR-696,
 fixed in 5.7). We never do.
@@ -46,22 +47,29 @@ import enum
 import logging
 import threading
 import time
-from typing import Protocol
+from typing import Protocol, final
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
-from zk_recipes._client.kazoo import WatchEvent, WatchEventType
-from zk_recipes._client.states import ConnectionState, SerialExecutor, StateChange
+from zk_recipes._client.states import StateChange
+from zk_recipes._deadline import wait_deadline
 from zk_recipes._errors import (
     ClientStateError,
     ConnectionLostError,
     NoNodeError,
     RecipeUsageError,
     RetriesExhaustedError,
+    SessionLost,
+    WrongTypeError,
     ZkTimeoutError,
 )
-from zk_recipes._internals.contenders import ContenderQueue, Entry
-from zk_recipes._locks.lock import node_in_doubt, node_lost_by
+from zk_recipes._internals.args import require_client, require_str
+from zk_recipes._internals.contenders import ContenderQueue, Entry, is_live
+from zk_recipes._internals.holding import Hold, apply_change, is_sure, is_valid, taken_now
+from zk_recipes._internals.lifecycle import Lifecycle, Phase
+from zk_recipes._internals.threads import SerialExecutor, join_unless_current
+from zk_recipes._leader.participants import ErrorPolicy, Participant, read_participants
+from zk_recipes._types import WatchEvent, WatchEventType
 
 log = logging.getLogger("zk_recipes.leader")
 
@@ -83,15 +91,6 @@ class CloseMode(enum.Enum):
     NOTIFY_LEADER = "NOTIFY_LEADER"
 
 
-class ErrorPolicy(enum.Enum):
-    """Which connection states end leadership (Curator's ConnectionStateErrorPolicy)."""
-
-    #: SUSPENDED and LOST (Curator's StandardConnectionStateErrorPolicy).
-    STANDARD = "STANDARD"
-    #: LOST only (Curator's SessionConnectionStateErrorPolicy).
-    SESSION = "SESSION"
-
-
 class LeaderLatchListener(Protocol):
     """What ``LeaderLatch.add_listener`` takes: any object with these two methods.
 
@@ -109,60 +108,31 @@ class LeaderLatchListener(Protocol):
 
 
 @dataclasses.dataclass(frozen=True)
-class Participant:
-    """One candidate of an election, as ``participants()`` reports it."""
-
-    #: The candidate's identifier (its node's data as UTF-8; Curator's ``getId()``).
-    id: str
-    #: True for the first candidate whose node still exists (Curator's rule).
-    is_leader: bool
-    #: The candidate's node, relative to the client's namespace.
-    node: str
-
-
-@dataclasses.dataclass(frozen=True)
 class LeaderLatchStatistics:
+    """A snapshot of one latch (``latch.statistics()``)."""
+
+    #: The election's path, relative to the client's namespace.
     path: str
+    #: "latent", "started" or "closed".
     state: str
+    #: Leading now (what ``has_leadership()`` says).
     leading: bool
+    #: Our node while we have one.
     node: str | None
+    #: The token of the current term, or of the last one.
     fencing_token: int | None
+    #: Terms led so far.
     terms: int
+    #: Times our node was found gone and made again (Curator's reset).
     resets: int
 
 
-class _State(enum.Enum):
-    LATENT = "latent"
-    STARTED = "started"
-    CLOSED = "closed"
+@dataclasses.dataclass(eq=False)
+class _Term(Hold):
+    """Our node while it is first in line: a hold like any other (_internals/holding.py)."""
 
 
-@dataclasses.dataclass
-class _Term:
-    """Our node while it is first in line (a HeldNode for node_in_doubt / node_lost_by)."""
-
-    entry: Entry
-    in_doubt: bool = False
-    lost: bool = False
-
-
-def read_participants(queue: ContenderQueue) -> list[Participant]:
-    """Every candidate in queue order; the first whose node still exists leads."""
-    client = queue.client
-    names = queue.participants()
-    pending = [(name, client.get_async(queue.node_path(name))) for name in names]
-    result: list[Participant] = []
-    for name, request in pending:
-        try:
-            data, _ = request.result(client.settings.connection_timeout)
-        except NoNodeError:
-            continue
-        result.append(
-            Participant(data.decode("utf-8", "replace"), not result, queue.node_path(name))
-        )
-    return result
-
-
+@final
 class LeaderLatch:
     """Leader election where every candidate stays in line: ``LeaderLatch(client, path, id)``.
 
@@ -178,20 +148,16 @@ class LeaderLatch:
         *,
         error_policy: ErrorPolicy = ErrorPolicy.STANDARD,
     ) -> None:
-        if not isinstance(client, ZkClient):
-            raise TypeError(f"LeaderLatch needs a ZkClient, got {client!r}")
-        if not isinstance(identifier, str):
-            raise TypeError(f"identifier must be a str, got {identifier!r}")
+        self.client = require_client(client, "LeaderLatch")
+        self.identifier = require_str(identifier, "identifier")
         if not isinstance(error_policy, ErrorPolicy):
-            raise TypeError(f"error_policy must be an ErrorPolicy, got {error_policy!r}")
-        self.client = client
+            raise WrongTypeError(f"error_policy must be an ErrorPolicy, got {error_policy!r}")
         self.path = _paths.validate_writable_path(path)
-        self.identifier = identifier
         self.error_policy = error_policy
         self._queue = ContenderQueue(client, self.path, LATCH_TOKEN)
         self._data = identifier.encode("utf-8")
         self._lock = threading.Lock()
-        self._state = _State.LATENT
+        self._life = Lifecycle()
         self._entry: Entry | None = None
         self._term: _Term | None = None
         self._last_token: int | None = None
@@ -213,13 +179,12 @@ class LeaderLatch:
     def start(self) -> LeaderLatch:
         """Join the election (in the background; the client may still be connecting)."""
         with self._lock:
-            if self._state is not _State.LATENT:
-                raise RecipeUsageError(
-                    f"{self!r} was already {self._state.value}: a latch starts once; "
-                    "create a new LeaderLatch to join again"
-                )
-            self.client._usable()  # fail fast when the client is closed or forked
-            self._state = _State.STARTED
+            self._life.begin(repr(self), instead="create a new LeaderLatch to join again")
+            try:
+                self.client.check_usable()  # fail fast when the client is closed or forked
+            except BaseException:
+                self._life.phase = Phase.LATENT
+                raise
         self.client.add_listener(self._on_state)
         self._thread = threading.Thread(
             target=self._run, name=f"zk-recipes latch {self.path}", daemon=True
@@ -235,11 +200,10 @@ class LeaderLatch:
         goes, so they finish before anybody else is elected. Idempotent.
         """
         if not isinstance(mode, CloseMode):
-            raise TypeError(f"mode must be a CloseMode, got {mode!r}")
+            raise WrongTypeError(f"mode must be a CloseMode, got {mode!r}")
         with self._lock:
-            if self._state is _State.CLOSED:
+            if self._life.end() is None:
                 return
-            self._state = _State.CLOSED
             entry, self._entry = self._entry, None
             self._term = None
             self._watching = None
@@ -256,9 +220,7 @@ class LeaderLatch:
         self._wake.set()
         self._wake_waiters()
         self.client.remove_listener(self._on_state)
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(self.client.settings.connection_timeout)
+        join_unless_current(self._thread, self.client.settings.connection_timeout)
 
     def __enter__(self) -> LeaderLatch:
         return self.start()
@@ -269,28 +231,17 @@ class LeaderLatch:
     def has_leadership(self) -> bool:
         """True while this latch leads for sure (see ``ErrorPolicy`` for SUSPENDED)."""
         term = self._term
-        if term is None or term.lost or self._state is not _State.STARTED:
-            return False
-        if not self.client.is_started:
+        if term is None or not self._life.started:
             return False
         if self.error_policy is ErrorPolicy.STANDARD:
-            return not node_in_doubt(self.client, term)
-        state = self.client.state
-        return (
-            term.entry.session_id == self.client.session_id
-            and state is not None
-            and state is not ConnectionState.LOST
-        )
+            return is_sure(self.client, term)
+        return is_valid(self.client, term)
 
     def await_leadership(self, timeout: float | None = None) -> bool:
         """Wait until this latch leads; False on timeout, or if the latch or client is closed."""
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
-        ):
-            raise ValueError(f"timeout must be a number of seconds >= 0 or None, got {timeout!r}")
-        if self._state is _State.LATENT:
-            raise RecipeUsageError(f"{self!r} is not started: call start() first")
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = wait_deadline(timeout)
+        if self._life.phase is Phase.LATENT:
+            self._life.require_started(repr(self))
         event = threading.Event()
         with self._lock:
             self._waiters.add(event)
@@ -299,7 +250,7 @@ class LeaderLatch:
                 while True:
                     if self.has_leadership():
                         return True
-                    if self._state is not _State.STARTED or not self.client.is_started:
+                    if not self._life.started or not self.client.is_started:
                         return False
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
@@ -315,7 +266,7 @@ class LeaderLatch:
         if not callable(getattr(listener, "is_leader", None)) or not callable(
             getattr(listener, "not_leader", None)
         ):
-            raise TypeError(
+            raise WrongTypeError(
                 f"a latch listener needs is_leader() and not_leader() methods, got {listener!r}"
             )
         with self._lock:
@@ -355,10 +306,11 @@ class LeaderLatch:
         return self._last_token
 
     def statistics(self) -> LeaderLatchStatistics:
+        """A snapshot of this latch (see LeaderLatchStatistics)."""
         term = self._term
         return LeaderLatchStatistics(
             path=self.path,
-            state=self._state.value,
+            state=self._life.phase.value,
             leading=self.has_leadership(),
             node=self.node,
             fencing_token=term.entry.czxid if term is not None else self._last_token,
@@ -367,8 +319,8 @@ class LeaderLatch:
         )
 
     def __repr__(self) -> str:
-        if self._state is not _State.STARTED:
-            state = self._state.value
+        if not self._life.started:
+            state = self._life.phase.value
         elif self.has_leadership():
             state = f"leader token={self.fencing_token}"
         else:
@@ -415,7 +367,7 @@ class LeaderLatch:
 
     def _on_state(self, change: StateChange) -> None:
         term = self._term
-        if term is not None and not term.lost and node_lost_by(self.client, term, change):
+        if term is not None and apply_change(self.client, term, change):
             term.lost = True
         self._publish()
         self._wake.set()
@@ -442,7 +394,7 @@ class LeaderLatch:
         with self.client.wake_on_close(self._wake):
             while True:
                 self._wake.clear()
-                if self._state is not _State.STARTED:
+                if not self._life.started:
                     return
                 if not self.client.is_started:  # the client was closed under us
                     with self._lock:
@@ -457,7 +409,12 @@ class LeaderLatch:
                     again = self._step()
                 except ClientStateError:
                     continue  # closed meanwhile: the checks above end the loop
-                except (ConnectionLostError, ZkTimeoutError, RetriesExhaustedError) as exc:
+                except (
+                    ConnectionLostError,
+                    ZkTimeoutError,
+                    SessionLost,
+                    RetriesExhaustedError,
+                ) as exc:
                     log.info("latch %s: %r; trying again", self.path, exc)
                     self._wake.wait(0.05)
                     continue
@@ -472,14 +429,16 @@ class LeaderLatch:
         """Make sure we are in line and act on our place; True to look again at once."""
         client = self.client
         entry = self._entry
-        if entry is not None and entry.session_id != client.session_id:
+        if entry is not None and not is_live(client, entry):
             self._reset(entry, f"its session {entry.session_id:#x} is gone")
             return True
         names: list[str] | None
         if entry is None:
             entry, names = self._queue.enter(self._data)
+            if names is None:
+                names = self._queue.participants()
             with self._lock:
-                closed = self._state is not _State.STARTED
+                closed = not self._life.started
                 if not closed:
                     self._entry = entry
                     self._watching, self._head_gone = None, False
@@ -519,19 +478,15 @@ class LeaderLatch:
         """Lead on ``entry``, first in line; False when closed, replaced or of another session."""
         client = self.client
         with self._lock:
-            if self._state is not _State.STARTED or self._entry is not entry:
+            if not self._life.started or self._entry is not entry:
                 return False
-            state = client.state
-            if (
-                entry.session_id != client.session_id
-                or state is None
-                or state is ConnectionState.LOST
-            ):
+            if not is_live(client, entry):
                 return False
             if self._term is None or self._term.entry is not entry:
-                # Created while disconnected, the term is in doubt until the
-                # reconnect shows our node is still there (node_lost_by).
-                self._term = _Term(entry, in_doubt=not state.is_connected)
+                # Declared while disconnected, the term is in doubt until the
+                # reconnect shows our node is still there (apply_change).
+                seq, in_doubt = taken_now(client)
+                self._term = _Term(entry, seq, in_doubt)
                 self._last_token = entry.czxid
             self._watching = None
         self._publish()
@@ -542,7 +497,7 @@ class LeaderLatch:
         if not self._declare(entry):
             # Closed or replaced: the loop ends or moves on. Other session, or
             # LOST: the next step resets or waits for the connection.
-            return self._state is _State.STARTED and self._entry is entry
+            return self._life.started and self._entry is entry
         # Watch our node while we lead: deleted by someone means we no longer do.
         try:
             _, stat = client.get_async(entry.path, watch=self._on_own_node).result(
@@ -551,7 +506,7 @@ class LeaderLatch:
         except NoNodeError:
             self._reset(entry, "our node is gone")
             return True
-        if stat.ephemeral_owner != client.session_id:
+        if stat.ephemeral_owner != entry.session_id or not is_live(client, entry):
             self._reset(entry, f"our node belongs to session {stat.ephemeral_owner:#x}")
             return True
         return False

@@ -22,7 +22,10 @@ question, and ``take_leadership`` must then stop and return soon.
 - ``ErrorPolicy.STANDARD`` (the default): cancelled on SUSPENDED and LOST,
   like Curator's LeaderSelectorListenerAdapter (CancelLeadershipException).
 - ``ErrorPolicy.SESSION``: cancelled on LOST only.
-- Also cancelled when our node is deleted by someone, and on ``close()``.
+- Also cancelled when our node is deleted by someone (the watch on it is
+  armed again after every reconnect, since kazoo drops watches on a
+  disconnect), when the mutex's hold is lost by any route, on ``close()``,
+  and when the client is closed.
 
 The client declares LOST before the server can expire the session, so a
 partitioned leader is told before anybody else can be elected; how long its
@@ -38,33 +41,42 @@ CURATOR-518, CURATOR-671; here a failed attempt is retried once connected).
 from __future__ import annotations
 
 import dataclasses
-import enum
 import logging
 import threading
 from collections.abc import Callable
+from typing import final
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
-from zk_recipes._client.kazoo import WatchEvent, WatchEventType
-from zk_recipes._client.states import ConnectionState, SerialExecutor, StateChange
+from zk_recipes._client.states import ConnectionState, StateChange
 from zk_recipes._errors import (
     ClientStateError,
     ConnectionLostError,
     NoNodeError,
     RecipeUsageError,
     RetriesExhaustedError,
+    SessionLost,
+    WrongTypeError,
     ZkTimeoutError,
 )
-from zk_recipes._internals.contenders import Cancellation, ContenderQueue, Entry
-from zk_recipes._leader.latch import ErrorPolicy, Participant, read_participants
-from zk_recipes._locks.lock import LOCK_TOKEN, Lock
+from zk_recipes._internals.args import require_callable, require_client, require_str
+from zk_recipes._internals.contenders import Cancellation, ContenderQueue
+from zk_recipes._internals.holding import is_valid
+from zk_recipes._internals.lifecycle import Lifecycle, Phase
+from zk_recipes._internals.threads import SerialExecutor, join_unless_current
+from zk_recipes._leader.participants import ErrorPolicy, Participant, read_participants
+from zk_recipes._locks.lock import LOCK_KIND, LOCK_TOKEN, _Mutex
+from zk_recipes._types import WatchEvent, WatchEventType
 
 log = logging.getLogger("zk_recipes.leader")
 
 TakeLeadership = Callable[["LeadershipContext"], object]
 CancelCallback = Callable[["LeadershipContext"], object]
 
+_SELECTOR_KIND = dataclasses.replace(LOCK_KIND, name="LeaderSelector lock")
 
+
+@final
 class LeadershipContext:
     """One term of leadership, handed to ``take_leadership(ctx)``.
 
@@ -72,11 +84,9 @@ class LeadershipContext:
     ``ctx.reason`` says why ("SUSPENDED", "LOST", "node deleted", "closed").
     """
 
-    __slots__ = ("_reason", "_session", "cancelled", "fencing_token", "node", "selector", "term")
+    __slots__ = ("_reason", "cancelled", "fencing_token", "node", "selector", "term")
 
-    def __init__(
-        self, selector: LeaderSelector, fencing_token: int, node: str, term: int, session: int
-    ) -> None:
+    def __init__(self, selector: LeaderSelector, fencing_token: int, node: str, term: int) -> None:
         self.selector = selector
         #: Our node's czxid: larger for every later term, whoever leads it.
         self.fencing_token = fencing_token
@@ -87,7 +97,6 @@ class LeadershipContext:
         #: Set when leadership is in question: stop and return.
         self.cancelled = threading.Event()
         self._reason: str | None = None
-        self._session = session
 
     @property
     def reason(self) -> str | None:
@@ -109,44 +118,42 @@ class LeadershipContext:
 
 @dataclasses.dataclass(frozen=True)
 class LeaderSelectorStatistics:
+    """A snapshot of one selector (``selector.statistics()``)."""
+
+    #: The election's path, relative to the client's namespace.
     path: str
+    #: "latent", "started" or "closed".
     state: str
+    #: Leading now (what ``has_leadership()`` says).
     leading: bool
+    #: Queued (or about to queue) for a term.
     queued: bool
+    #: Terms led so far.
     terms: int
+    #: Terms cancelled so far (by a state change, a deleted node, close()).
     cancellations: int
 
 
-class _State(enum.Enum):
-    LATENT = "latent"
-    STARTED = "started"
-    CLOSED = "closed"
-
-
-class _SelectorLock(Lock):
-    """The selector's mutex: Curator's node data (the id) and a wait that close() can end."""
-
-    _kind = "LeaderSelector lock"
-
-    def __init__(self, client: ZkClient, path: str, data: bytes, cancel: Cancellation) -> None:
-        super().__init__(client, path)
-        self._node_data = data
-        self._cancel = cancel
-
-    def _take(self, deadline: float | None) -> Entry | None:
-        return self._queue.acquire(
-            self._node_data,
-            deadline,
-            self._rule(),
-            head_shortcut=self._head_shortcut,
-            cancel=self._cancel,
-        )
-
-
+@final
 class LeaderSelector:
     """Run ``take_leadership(ctx)`` while this process leads; return from it to give up.
 
     ``LeaderSelector(client, path, take_leadership, auto_requeue=True).start()``.
+
+    Parameters:
+        client: a started ZkClient.
+        path: the election's directory; a Java LeaderSelector (or
+            InterProcessMutex) on the same path takes part.
+        take_leadership: called with a LeadershipContext on the selector's
+            thread; leadership lasts until it returns. It must watch
+            ``ctx.cancelled`` and return soon once it is set.
+        identifier: this candidate's id (its node's data; ``participants()``).
+        auto_requeue: compete again after every term (else once per
+            ``start()``/``requeue()``).
+        error_policy: STANDARD cancels on SUSPENDED and LOST, SESSION on LOST only.
+        on_cancel: called with the context when a term is cancelled.
+
+    See docs/recipes/leader-selector.md.
     """
 
     def __init__(
@@ -160,31 +167,31 @@ class LeaderSelector:
         error_policy: ErrorPolicy = ErrorPolicy.STANDARD,
         on_cancel: CancelCallback | None = None,
     ) -> None:
-        if not isinstance(client, ZkClient):
-            raise TypeError(f"LeaderSelector needs a ZkClient, got {client!r}")
-        if not callable(take_leadership):
-            raise TypeError(f"take_leadership must be callable, got {take_leadership!r}")
-        if on_cancel is not None and not callable(on_cancel):
-            raise TypeError(f"on_cancel must be callable or None, got {on_cancel!r}")
-        if not isinstance(identifier, str):
-            raise TypeError(f"identifier must be a str, got {identifier!r}")
+        self.client = require_client(client, "LeaderSelector")
+        require_callable(take_leadership, "take_leadership")
+        if on_cancel is not None:
+            require_callable(on_cancel, "on_cancel")
+        self.identifier = require_str(identifier, "identifier")
         if not isinstance(error_policy, ErrorPolicy):
-            raise TypeError(f"error_policy must be an ErrorPolicy, got {error_policy!r}")
-        self.client = client
+            raise WrongTypeError(f"error_policy must be an ErrorPolicy, got {error_policy!r}")
         self.path = _paths.validate_writable_path(path)
-        self.identifier = identifier
         self.auto_requeue = bool(auto_requeue)
         self.error_policy = error_policy
         self._take_leadership = take_leadership
         self._on_cancel = on_cancel
         self._stop_waiting = Cancellation()
-        self._mutex = _SelectorLock(
-            client, self.path, identifier.encode("utf-8"), self._stop_waiting
+        self._mutex = _Mutex(
+            client,
+            self.path,
+            _SELECTOR_KIND,
+            node_data=identifier.encode("utf-8"),
+            stop=self._stop_waiting,
         )
+        self._mutex.on_lost(self._mutex_lost)
         self._queue = ContenderQueue(client, self.path, LOCK_TOKEN)
         self._guard = threading.Lock()
         self._changed = threading.Condition(self._guard)
-        self._state = _State.LATENT
+        self._life = Lifecycle()
         self._pending = False
         self._acquiring = False
         self._ctx: LeadershipContext | None = None
@@ -198,13 +205,14 @@ class LeaderSelector:
     def start(self) -> LeaderSelector:
         """Start competing (once, or for ever with ``auto_requeue``), in the background."""
         with self._guard:
-            if self._state is not _State.LATENT:
-                raise RecipeUsageError(
-                    f"{self!r} was already {self._state.value}: a selector starts once; "
-                    "use requeue() to compete again, or create a new LeaderSelector"
-                )
-            self.client._usable()  # fail fast when the client is closed or forked
-            self._state = _State.STARTED
+            self._life.begin(
+                repr(self), instead="use requeue() to compete again, or create a new selector"
+            )
+            try:
+                self.client.check_usable()  # fail fast when the client is closed or forked
+            except BaseException:
+                self._life.phase = Phase.LATENT
+                raise
             self._pending = True
         self.client.add_listener(self._on_state)
         self._thread = threading.Thread(
@@ -216,8 +224,9 @@ class LeaderSelector:
     def requeue(self) -> bool:
         """Compete again after the current term (if any); False if already queued."""
         with self._changed:
-            if self._state is not _State.STARTED:
-                raise RecipeUsageError(f"requeue() of {self!r}: it is not started")
+            if not self._life.started:
+                hint = "create a new selector" if self._life.closed else "call start() first"
+                raise RecipeUsageError(f"requeue() of {self!r}: it is not started ({hint})")
             if self._pending or self._acquiring:
                 return False
             self._pending = True
@@ -231,9 +240,8 @@ class LeaderSelector:
         never released under a leader that is still running). Idempotent.
         """
         with self._changed:
-            if self._state is _State.CLOSED:
+            if self._life.end() is None:
                 return
-            self._state = _State.CLOSED
             self._pending = False
             ctx = self._ctx
             self._changed.notify_all()
@@ -241,16 +249,13 @@ class LeaderSelector:
         self._connected.set()
         if ctx is not None:
             self._cancel(ctx, "closed")
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
-            if thread.is_alive():
-                log.warning(
-                    "selector %s: take_leadership did not return within %g s of close(); "
-                    "its node is deleted when it does",
-                    self.path,
-                    timeout,
-                )
+        if not join_unless_current(self._thread, timeout):
+            log.warning(
+                "selector %s: take_leadership did not return within %g s of close(); "
+                "its node is deleted when it does",
+                self.path,
+                timeout,
+            )
         self.client.remove_listener(self._on_state)
 
     def __enter__(self) -> LeaderSelector:
@@ -266,13 +271,8 @@ class LeaderSelector:
             return False
         if self.error_policy is ErrorPolicy.STANDARD:
             return self._mutex.is_held()
-        state = self.client.state
-        return (
-            not self._mutex.lost.is_set()
-            and ctx._session == self.client.session_id
-            and state is not None
-            and state is not ConnectionState.LOST
-        )
+        hold = self._mutex._hold
+        return hold is not None and is_valid(self.client, hold)
 
     def participants(self) -> list[Participant]:
         """Every candidate in line, leader first (ids from node data, as in Curator)."""
@@ -283,9 +283,10 @@ class LeaderSelector:
         return participants[0] if participants else None
 
     def statistics(self) -> LeaderSelectorStatistics:
+        """A snapshot of this selector (see LeaderSelectorStatistics)."""
         return LeaderSelectorStatistics(
             path=self.path,
-            state=self._state.value,
+            state=self._life.phase.value,
             leading=self.has_leadership(),
             queued=self._pending or self._acquiring,
             terms=self._terms,
@@ -293,8 +294,8 @@ class LeaderSelector:
         )
 
     def __repr__(self) -> str:
-        if self._state is not _State.STARTED:
-            state = self._state.value
+        if not self._life.started:
+            state = self._life.phase.value
         elif self.has_leadership():
             state = "leading"
         elif self._ctx is not None:
@@ -310,9 +311,9 @@ class LeaderSelector:
     def _run(self) -> None:
         while True:
             with self._changed:
-                while not self._pending and self._state is _State.STARTED:
+                while not self._pending and self._life.started:
                     self._changed.wait()
-                if self._state is not _State.STARTED:
+                if not self._life.started:
                     return
                 self._pending = False
                 self._acquiring = True
@@ -322,23 +323,23 @@ class LeaderSelector:
                 with self._guard:
                     self._acquiring = False
             if not acquired:
-                if self._state is not _State.STARTED or not self.client.is_started:
+                if not self._life.started or not self.client.is_started:
                     return
                 continue
             self._lead()
             with self._guard:
-                if self.auto_requeue and self._state is _State.STARTED:
+                if self.auto_requeue and self._life.started:
                     self._pending = True
 
     def _acquire(self) -> bool:
         """Take the mutex, retrying across connection trouble; False when closed."""
-        while self._state is _State.STARTED and self.client.is_started:
+        while self._life.started and self.client.is_started:
             try:
                 if not self._mutex.acquire():
                     return False  # close() ended the wait
             except ClientStateError:
                 return False
-            except (ConnectionLostError, ZkTimeoutError, RetriesExhaustedError) as exc:
+            except (ConnectionLostError, ZkTimeoutError, SessionLost, RetriesExhaustedError) as exc:
                 log.info("selector %s: %r; trying again once connected", self.path, exc)
                 self._wait_connected()
                 continue
@@ -349,10 +350,10 @@ class LeaderSelector:
         return False
 
     def _running(self) -> bool:
-        return self._state is _State.STARTED
+        return self._life.started
 
     def _wait_connected(self) -> None:
-        while self._state is _State.STARTED and self.client.is_started:
+        while self._life.started and self.client.is_started:
             self._connected.clear()
             state = self.client.state
             if state is not None and state.is_connected:
@@ -364,16 +365,15 @@ class LeaderSelector:
         node = mutex.node or ""
         with self._guard:
             self._terms += 1
-            ctx = LeadershipContext(
-                self, mutex.fencing_token, node, self._terms, self.client.session_id
-            )
+            ctx = LeadershipContext(self, mutex.fencing_token, node, self._terms)
             self._ctx = ctx
-            closed = self._state is not _State.STARTED
-        # The context is published before these checks, so a state change from
-        # here on reaches it through _on_state.
+            closed = not self._life.started
+        # The context is published before these checks, so a state change (or the
+        # mutex's loss) from here on reaches it through _on_state / _mutex_lost.
+        hold = mutex._hold
         if closed:
             self._cancel(ctx, "closed")
-        elif mutex.lost.is_set():
+        elif hold is None or not is_valid(self.client, hold):
             self._cancel(ctx, "LOST")
         elif self.error_policy is ErrorPolicy.STANDARD and not mutex.is_held():
             self._cancel(ctx, "SUSPENDED")
@@ -398,12 +398,21 @@ class LeaderSelector:
             log.warning("selector %s: releasing the lock failed", self.path, exc_info=True)
 
     def _watch_node(self, ctx: LeadershipContext) -> None:
-        """Cancel the term if someone deletes our node (someone else would lead)."""
+        """Cancel the term if someone deletes our node (someone else would lead).
+
+        kazoo drops the watch on a disconnect (NONE): it is armed again then,
+        and on every RECONNECTED (see _on_state), for as long as the term runs.
+        """
 
         def deleted(event: WatchEvent) -> None:
-            # Our own release deletes it too, after the term ended: not a cancellation.
-            if event.type is WatchEventType.DELETED and self._ctx is ctx:
+            if self._ctx is not ctx:
+                return  # our own release deletes it too, after the term ended
+            if event.type is WatchEventType.DELETED:
                 self._cancel(ctx, "node deleted")
+            elif event.type is WatchEventType.NONE:
+                self._executor.submit(lambda: self._rearm(ctx))
+            else:
+                self._executor.submit(lambda: self._rearm(ctx))  # changed: watch again
 
         try:
             self.client.get_async(ctx.node, watch=deleted).result(
@@ -411,8 +420,19 @@ class LeaderSelector:
             )
         except NoNodeError:
             self._cancel(ctx, "node deleted")
-        except (ConnectionLostError, ZkTimeoutError):
-            pass  # the state listener decides
+        except (ConnectionLostError, ZkTimeoutError, SessionLost, ClientStateError):
+            pass  # the state listener decides, and re-arms on RECONNECTED
+
+    def _rearm(self, ctx: LeadershipContext) -> None:
+        if self._ctx is ctx and not ctx.cancelled.is_set():
+            state = self.client.state
+            if state is not None and state.is_connected:
+                self._watch_node(ctx)
+
+    def _mutex_lost(self, _mutex: object) -> None:
+        ctx = self._ctx
+        if ctx is not None:
+            self._cancel(ctx, "LOST")
 
     def _on_state(self, change: StateChange) -> None:
         if change.state.is_connected:
@@ -420,13 +440,19 @@ class LeaderSelector:
         ctx = self._ctx
         if ctx is None:
             return
-        if change.state is ConnectionState.LOST:
+        if change.state is ConnectionState.CLOSED:
+            self._cancel(ctx, "closed")
+        elif change.state is ConnectionState.LOST:
             self._cancel(ctx, "LOST")
         elif change.state is ConnectionState.SUSPENDED:
             if self.error_policy is ErrorPolicy.STANDARD:
                 self._cancel(ctx, "SUSPENDED")
-        elif change.session_id != ctx._session:
-            self._cancel(ctx, "LOST")
+        else:
+            hold = self._mutex._hold
+            if hold is None or not is_valid(self.client, hold):
+                self._cancel(ctx, "LOST")
+            else:
+                self._rearm(ctx)  # kazoo dropped the node watch with the connection
 
     def _cancel(self, ctx: LeadershipContext, reason: str) -> None:
         if not ctx._cancel(reason):

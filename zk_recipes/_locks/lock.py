@@ -1,239 +1,240 @@
 """Lock and RLock: Curator's InterProcessMutex, fenced and loss-aware.
 
-Algorithm: the contender queue (_internals/contenders.py) with the mutex rule: a
-contender holds the lock while it is first by sequence number and waits on
-its immediate predecessor otherwise. An uncontended acquire+release costs
-three requests in two round trips (create pipelined with the children read,
-then the delete).
+Algorithm: the contender queue (_internals/contenders.py) with the mutex
+rule: a contender holds the lock while it is first by sequence number and
+waits on its immediate predecessor otherwise. An uncontended acquire+release
+costs three requests in two round trips (create pipelined with the children
+read, then the delete).
+
+Variants are configured, not subclassed: a frozen ``MutexKind`` (Curator's
+LockInternalsDriver) says which token the nodes carry, how the queue sorts,
+which rule decides, whether it is re-entrant and whether the head shortcut
+applies. Lock, RLock, both halves of ReadWriteLock and LeaderSelector's
+mutex are ``_Mutex`` with different kinds.
 
 Znodes (Curator 5 layout, so Java InterProcessMutex holders and ours exclude
 each other on one path): ``<path>/_c_<uuid>-lock-<seq10>``, EPHEMERAL_SEQUENTIAL,
-under CONTAINER parents. Data is small JSON owner metadata (host, pid, thread,
-since, optional id), which Curator ignores.
+under CONTAINER parents. Data is small JSON owner metadata (``Owner``: host,
+pid, thread, since, optional id), which Curator ignores.
 
-Holding:
+Holding (the rules of _internals/holding.py, shared by every hold):
 
 - The fencing token is our node's czxid: strictly increasing across the
   ensemble, so storage can refuse a write carrying an older token.
 - SUSPENDED puts the lock *in doubt*: ``is_held()`` is False until
   RECONNECTED on the same session finds our node still there.
-- LOST (the server expired the session, or the client declared it lost after
-  too long without a reply) sets ``lost``, runs the ``on_lost`` callbacks and
-  makes ``check()`` raise LockLost. Another process may hold the lock now;
-  ``release()`` then only forgets it locally and never deletes a node that is
-  not ours.
+- LOST (the server expired the session, or the client declared it lost
+  before the server could) and ``client.close()`` end the hold at once:
+  ``check()`` raises LockLost from that moment, ``lost`` is set and the
+  ``on_lost`` callbacks run. Another process may hold the lock now;
+  ``release()`` then only forgets it locally and never deletes a node that
+  is not ours.
 
 Threads: one Lock object is one contender per process. Other threads that
 call ``acquire()`` on the same object wait locally (no extra nodes, no herd).
-``Lock`` is not re-entrant: re-entry from the holding thread raises
-RecipeUsageError instead of deadlocking; like ``threading.Lock`` any thread
-may release it. ``RLock`` counts re-entries per thread, as Curator does, and
-only the holding thread may release it.
+``cancel()`` ends every acquire waiting on the object, from any thread.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import json
 import logging
-import os
-import socket
 import threading
-import time
-from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, final
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
-from zk_recipes._client.states import ConnectionState, StateChange
-from zk_recipes._deadline import acquire_deadline
-from zk_recipes._errors import (
-    ConnectionLostError,
-    LockLost,
-    NoNodeError,
-    RecipeUsageError,
-    ZkTimeoutError,
+from zk_recipes._deadline import acquire_deadline, remaining
+from zk_recipes._errors import ClientStateError, LockLost, RecipeUsageError
+from zk_recipes._internals.args import optional_str, require_client
+from zk_recipes._internals.contenders import (
+    Cancellation,
+    ContenderQueue,
+    Entry,
+    Rule,
+    first_in_line,
 )
-from zk_recipes._internals.contenders import ContenderQueue, Entry, Rule, first_in_line
+from zk_recipes._internals.holding import (
+    HeldNodes,
+    Hold,
+    LossSignal,
+    is_in_doubt,
+    is_sure,
+    is_valid,
+    read_nodes,
+    taken_now,
+)
 from zk_recipes._internals.locklike import LockVerbs
+from zk_recipes._types import Owner
 
 log = logging.getLogger("zk_recipes.lock")
 
 LOCK_TOKEN = "lock-"
-_HOST = socket.gethostname()
 
-LostCallback = Callable[["Lock"], object]
+
+@dataclasses.dataclass(frozen=True)
+class MutexKind:
+    """How one variant of the mutex queues and decides (Curator's LockInternalsDriver)."""
+
+    #: The name errors and reprs use ("Lock", "RLock", "WriteLock"...).
+    name: str
+    #: The token in our node names (``lock-``, ``__WRIT__``, ``__READ__``).
+    token: str
+    #: The tokens the queue sorts by (the text after the last one).
+    sort_tokens: tuple[str, ...]
+    #: Whether the holding thread may acquire again (counted).
+    reentrant: bool
+    #: ``rule(sorted_names, our_index)``: None when it is our turn, else whom to wait for.
+    rule: Rule
+    #: Whether the head's deletion alone makes the second in line first (plain FIFO only).
+    head_shortcut: bool
+
+
+LOCK_KIND = MutexKind("Lock", LOCK_TOKEN, (LOCK_TOKEN,), False, first_in_line(1), True)
+RLOCK_KIND = dataclasses.replace(LOCK_KIND, name="RLock", reentrant=True)
 
 
 @dataclasses.dataclass(frozen=True)
 class Contender:
     """One node in a lock's queue, as ``contenders()`` reports it."""
 
+    #: The node's path, relative to the client's namespace.
     path: str
-    #: Owner metadata written by zk-recipes (empty for other clients, e.g. Curator).
-    owner: dict[str, Any]
+    #: Who queued it (empty for nodes of other clients, e.g. Curator's).
+    owner: Owner
+    #: True for the node(s) holding the lock now.
     is_holder: bool
 
 
 @dataclasses.dataclass(frozen=True)
 class LockStatistics:
+    """A snapshot of one lock object, for logs and metrics (``lock.statistics()``)."""
+
+    #: The lock's path, relative to the client's namespace.
     path: str
+    #: Held for sure (not in doubt, not lost): what ``is_held()`` says.
     held: bool
+    #: Held, but the connection is SUSPENDED (or not verified since): not for sure.
     in_doubt: bool
+    #: Held, and lost with its session (``check()`` raises); not released yet.
     lost: bool
+    #: Our node's path while held.
     node: str | None
+    #: Our node's czxid while held.
     fencing_token: int | None
+    #: Name of the thread that acquired it.
     holder_thread: str | None
+    #: Re-entry depth (RLock); 1 while a Lock is held, 0 when not held.
     depth: int
+    #: Successful acquisitions by this object so far.
     acquisitions: int
+    #: Acquires that returned False (timed out, non-blocking, cancelled).
     timeouts: int
+    #: Holds lost with their session so far.
     losses: int
 
 
-@dataclasses.dataclass
-class _Hold:
-    entry: Entry
-    thread: int
-    thread_name: str
+@dataclasses.dataclass(eq=False)
+class _Hold(Hold):
+    thread: int = 0
+    thread_name: str = ""
     count: int = 1
-    in_doubt: bool = False
-    lost: bool = False
-
-
-def owner_data(identifier: str | None) -> bytes:
-    """Small JSON that tells people (and ``contenders()``) who is in the queue."""
-    thread = threading.current_thread()
-    owner: dict[str, Any] = {
-        "host": _HOST,
-        "pid": os.getpid(),
-        "thread": thread.name,
-        "since": round(time.time(), 3),
-    }
-    if identifier is not None:
-        owner["id"] = identifier
-    return json.dumps(owner, separators=(",", ":")).encode()
-
-
-def _parse_owner(data: bytes) -> dict[str, Any]:
-    try:
-        parsed = json.loads(data) if data[:1] == b"{" else None
-    except ValueError:
-        parsed = None
-    return parsed if isinstance(parsed, dict) else {}
-
-
-class HeldNode(Protocol):
-    """A node this process holds (a lock's hold, a semaphore's lease)."""
-
-    entry: Entry
-    in_doubt: bool
-    lost: bool
-
-
-def node_in_doubt(client: ZkClient, held: HeldNode) -> bool:
-    """True while nobody can tell whether ``held`` is still ours (SUSPENDED, other session)."""
-    # The listener sets in_doubt a moment after the state changes; the
-    # client's own state answers right away.
-    if held.in_doubt or held.entry.session_id != client.session_id:
-        return True
-    state = client.state
-    return state is None or not state.is_connected
-
-
-def node_lost_by(client: ZkClient, held: HeldNode, change: StateChange) -> bool:
-    """Apply a state change to ``held``; True when it is lost (the caller marks and reports it).
-
-    SUSPENDED puts it in doubt; LOST or a new session loses it; reconnecting
-    on the same session clears the doubt if the node is still ours.
-    """
-    if change.state is ConnectionState.SUSPENDED:
-        held.in_doubt = True
-        return False
-    if change.state is ConnectionState.LOST or (
-        change.state.is_connected and change.session_id != held.entry.session_id
-    ):
-        return True
-    if change.state.is_connected and held.in_doubt:
-        try:
-            stat = client.exists(held.entry.path)
-        except (ConnectionLostError, ZkTimeoutError):
-            return False  # still in doubt; the next state change decides
-        if stat is not None and stat.ephemeral_owner == held.entry.session_id:
-            held.in_doubt = False
-            return False
-        return True
-    return False
 
 
 class _Mutex(LockVerbs):
-    """What Lock, RLock and the read/write halves share."""
+    """What Lock, RLock, the read/write halves and the selector's mutex share."""
 
-    _reentrant = False
-    _token = LOCK_TOKEN
-    _sort_tokens: tuple[str, ...] = (LOCK_TOKEN,)
-    _kind = "Lock"
-
-    def __init__(self, client: ZkClient, path: str, *, identifier: str | None = None) -> None:
-        if not isinstance(client, ZkClient):
-            raise TypeError(f"{self._kind} needs a ZkClient, got {client!r}")
-        self.client = client
+    def __init__(
+        self,
+        client: ZkClient,
+        path: str,
+        kind: MutexKind,
+        *,
+        identifier: str | None = None,
+        node_data: bytes | None = None,
+        stop: Cancellation | None = None,
+    ) -> None:
+        self.client = require_client(client, kind.name)
         self.path = _paths.validate_writable_path(path)
-        self.identifier = identifier
-        self._queue = ContenderQueue(client, self.path, self._token, sort_tokens=self._sort_tokens)
-        self._gate = threading.Lock()
+        self.identifier = optional_str(identifier, "identifier")
+        self._spec = kind
+        self._kind = kind.name
+        self._node_data = node_data
+        self._queue = ContenderQueue(client, self.path, kind.token, sort_tokens=kind.sort_tokens)
         self._mutex = threading.Lock()
+        self._free = threading.Condition(self._mutex)
+        self._busy = False  # a thread of ours is queued on the server, or holds the lock
         self._hold: _Hold | None = None
-        self.lost = threading.Event()
-        self._on_lost: list[LostCallback] = []
+        self._stop = stop  # set for good: every wait ends (a closed LeaderSelector)
+        self._cancel = Cancellation(stop)
+        self._holds: HeldNodes[_Hold] = HeldNodes(client, self._mutex, self._holds_lost)
+        self._loss: LossSignal[Any] = LossSignal(self, f"{kind.name} {self.path}")
+        #: Set when the held lock was lost with its session (cleared by the next acquire).
+        self.lost = self._loss.event
         self._acquisitions = 0
         self._timeouts = 0
-        self._losses = 0
         self._waiting = 0
-
-    # -- the rule (the read lock overrides it) ---------------------------
-    def _rule(self) -> Rule:
-        return first_in_line(1)
-
-    _head_shortcut = True
 
     # -- public API ------------------------------------------------------
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        """Take the lock; False only if it was not acquired in time (or at once, non-blocking)."""
+        """Take the lock; False only if it was not acquired in time (or at once, non-blocking).
+
+        ``timeout`` covers the whole wait, however often the queue changes;
+        connection trouble and even a session expiry during the wait are
+        ridden out (the node is made again on the new session). A
+        ``cancel()`` from another thread makes it return False at once.
+        """
         deadline = acquire_deadline(blocking, timeout)
         me = threading.get_ident()
         hold = self._hold
         if hold is not None and hold.thread == me:
-            if self._reentrant:
+            if self._spec.reentrant:
                 hold.count += 1
                 return True
             raise RecipeUsageError(
                 f"this thread already holds {self!r}: Lock is not re-entrant (re-acquiring "
                 "would deadlock). Use RLock for re-entrant locking, or release first."
             )
-        self.client._usable()  # fail fast when the client is closed or forked
-        with self._counting_waiter():
-            local_wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
-            if not self._gate.acquire(True, local_wait):
-                self._timeouts += 1
-                return False
+        self.client.check_usable()  # fail fast when the client is closed or forked
+        with self._mutex:
+            cancel = self._cancel
+            self._waiting += 1
+            try:
+                while self._busy:
+                    left = remaining(deadline)
+                    if cancel.is_set() or (left is not None and left <= 0):
+                        self._timeouts += 1
+                        return False
+                    self._free.wait(left)
+                if cancel.is_set():
+                    self._timeouts += 1
+                    return False
+                self._busy = True
+            finally:
+                self._waiting -= 1
         try:
-            entry = self._take(deadline)
+            entry = self._take(deadline, cancel)
         except BaseException:
-            self._gate.release()
+            self._open_gate()
             raise
         if entry is None:
-            self._timeouts += 1
-            self._gate.release()
+            with self._mutex:
+                self._timeouts += 1
+            self._open_gate()
             return False
-        thread = threading.current_thread()
+        seq, in_doubt = taken_now(self.client)
+        hold = _Hold(
+            entry,
+            seq,
+            in_doubt,
+            thread=me,
+            thread_name=threading.current_thread().name,
+        )
         with self._mutex:
-            self._hold = _Hold(entry, me, thread.name)
-            self.lost.clear()
+            self._hold = hold
             self._acquisitions += 1
-        self.client.add_listener(self._on_state)
-        if entry.session_id != self.client.session_id:  # lost in the meantime
-            self._mark_lost(self._hold)
+        self.lost.clear()
+        self._holds.add(hold)  # follows the hold; a loss in the meantime is caught here
         return True
 
     def release(self) -> None:
@@ -242,7 +243,7 @@ class _Mutex(LockVerbs):
             hold = self._hold
             if hold is None:
                 raise RecipeUsageError(f"release of {self!r}, which is not held")
-            if self._reentrant and hold.thread != threading.get_ident():
+            if self._spec.reentrant and hold.thread != threading.get_ident():
                 raise RecipeUsageError(
                     f"{self!r} is held by thread {hold.thread_name!r}; only the holding thread "
                     f"may release a re-entrant {self._kind}"
@@ -251,31 +252,48 @@ class _Mutex(LockVerbs):
             if hold.count > 0:
                 return
             self._hold = None
-        self.client.remove_listener(self._on_state)
+        self._holds.remove(hold)
         try:
             # Our node's name is unique (protected uuid + sequence), so deleting it
             # can never touch another holder's node, even after LOST.
             self._queue.leave(hold.entry)
+        except ClientStateError:
+            if not self.client.is_closed:
+                raise
+            # Closed: the session is gone, and our node with it.
         finally:
-            self._gate.release()
+            self._open_gate()
+
+    def cancel(self) -> None:
+        """End every ``acquire()`` waiting on this object now: each returns False.
+
+        A waiter queued on the server deletes its node. Acquires started
+        after ``cancel()`` are not affected; a held lock stays held.
+        """
+        with self._mutex:
+            cancel, self._cancel = self._cancel, Cancellation(self._stop)
+            self._free.notify_all()
+        cancel.set()
 
     def is_held(self) -> bool:
         """True while this process holds the lock for sure (not in doubt, not lost)."""
         hold = self._hold
-        return hold is not None and not hold.lost and not self._in_doubt(hold)
-
-    def _in_doubt(self, hold: _Hold) -> bool:
-        return node_in_doubt(self.client, hold)
+        return hold is not None and is_sure(self.client, hold)
 
     def check(self) -> None:
-        """Raise LockLost if the lock was lost; call it before writes in long critical sections."""
+        """Raise LockLost if the lock was lost; call it before writes in long critical sections.
+
+        It raises from the moment the session is lost (declared by the client
+        before the server can give the lock to anyone else) or the client is
+        closed; while the connection is only SUSPENDED it passes.
+        """
         hold = self._hold
         if hold is None:
             raise RecipeUsageError(f"{self!r} is not held")
-        if hold.lost or hold.entry.session_id != self.client.session_id:
+        if not is_valid(self.client, hold):
+            why = "its client was closed" if self.client.is_closed else "its ZooKeeper session"
             raise LockLost(
-                f"{self._kind} {self.path} was lost with its ZooKeeper session; another "
-                "process may hold it now"
+                f"{self._kind} {self.path} was lost with {why}; another process may hold it now"
             )
 
     @property
@@ -292,46 +310,43 @@ class _Mutex(LockVerbs):
         hold = self._hold
         return hold.entry.path if hold is not None else None
 
-    def on_lost(self, callback: LostCallback) -> None:
-        """Call ``callback(lock)`` (on a listener thread) when a held lock is lost."""
-        self._on_lost.append(callback)
+    def on_lost(self, callback: Any) -> None:
+        """Call ``callback(lock)`` when a held lock is lost (in order, on a thread of the lock's)."""
+        self._loss.add(callback)
 
     def contenders(self) -> list[Contender]:
         """Every node queued on this path, holder first, with owner metadata."""
-        names = self._queue.participants()
-        pending = [self.client.get_async(self._queue.node_path(n)) for n in names]
-        result: list[Contender] = []
-        for index, (name, request) in enumerate(zip(names, pending, strict=True)):
-            try:
-                data, _ = request.result(self.client.settings.connection_timeout)
-            except NoNodeError:
-                continue
-            result.append(Contender(self._queue.node_path(name), _parse_owner(data), index == 0))
-        return result
+        paths = [self._queue.node_path(n) for n in self._queue.participants()]
+        return [
+            Contender(path, Owner.from_bytes(data), index == 0)
+            for index, (path, data) in enumerate(read_nodes(self.client, paths))
+        ]
 
     def statistics(self) -> LockStatistics:
+        """A snapshot of this lock object (see LockStatistics)."""
         hold = self._hold
+        client = self.client
         return LockStatistics(
             path=self.path,
             held=self.is_held(),
-            in_doubt=bool(hold and not hold.lost and self._in_doubt(hold)),
-            lost=bool(hold and hold.lost),
+            in_doubt=bool(hold and is_in_doubt(client, hold)),
+            lost=bool(hold and not is_valid(client, hold)),
             node=hold.entry.path if hold else None,
             fencing_token=hold.entry.czxid if hold else None,
             holder_thread=hold.thread_name if hold else None,
             depth=hold.count if hold else 0,
             acquisitions=self._acquisitions,
             timeouts=self._timeouts,
-            losses=self._losses,
+            losses=self._loss.count,
         )
 
     def __repr__(self) -> str:
         hold = self._hold
         if hold is None:
             state = "unlocked"
-        elif hold.lost:
+        elif not is_valid(self.client, hold):
             state = "LOST"
-        elif self._in_doubt(hold):
+        elif not is_sure(self.client, hold):
             state = "in doubt"
         else:
             state = f"held by {hold.thread_name!r} token={hold.entry.czxid}"
@@ -340,56 +355,66 @@ class _Mutex(LockVerbs):
         return f"<{self._kind} {self.path} {state}>"
 
     # -- internals -------------------------------------------------------
-    def _take(self, deadline: float | None) -> Entry | None:
+    def _take(self, deadline: float | None, cancel: Cancellation) -> Entry | None:
         """Queue up and wait for our turn (a read lock taken by its writer overrides this)."""
+        data = self._node_data
+        if data is None:
+            data = Owner.here(self.identifier).to_bytes()
         return self._queue.acquire(
-            owner_data(self.identifier),
-            deadline,
-            self._rule(),
-            head_shortcut=self._head_shortcut,
+            data, deadline, self._spec.rule, head_shortcut=self._spec.head_shortcut, cancel=cancel
         )
 
-    @contextlib.contextmanager
-    def _counting_waiter(self) -> Iterator[None]:
+    def _open_gate(self) -> None:
         with self._mutex:
-            self._waiting += 1
-        try:
-            yield
-        finally:
-            with self._mutex:
-                self._waiting -= 1
+            self._busy = False
+            self._free.notify()
 
-    def _on_state(self, change: StateChange) -> None:
-        hold = self._hold
-        if hold is None or hold.lost:
-            return
-        if node_lost_by(self.client, hold, change):
-            self._mark_lost(hold)
-
-    def _mark_lost(self, hold: _Hold) -> None:
-        with self._mutex:
-            if hold.lost:
-                return
-            hold.lost = True
-            hold.in_doubt = False
-            self._losses += 1
-        log.warning("%s %s LOST with session %#x", self._kind, self.path, hold.entry.session_id)
-        self.lost.set()
-        for callback in list(self._on_lost):
-            try:
-                callback(self)  # type: ignore[arg-type]
-            except Exception:
-                log.exception("error in an on_lost callback of %s", self.path)
+    def _holds_lost(self, holds: list[_Hold]) -> None:
+        for hold in holds:
+            log.warning("%s %s LOST with session %#x", self._kind, self.path, hold.entry.session_id)
+        self._loss.fire(len(holds))
 
 
+@final
 class Lock(_Mutex):
-    """A fair, fenced, loss-aware distributed lock (not re-entrant)."""
+    """A fair, fenced, loss-aware distributed lock; not re-entrant (like ``threading.Lock``).
 
-    _kind = "Lock"
+    ``Lock(client, "/locks/report", identifier=None)``: processes (and Java
+    processes using Curator's InterProcessMutex on the same path) take it in
+    the order they asked. Use it as ``with lock:`` (waits as long as it
+    takes), ``with lock.acquired(timeout=5):`` (LockTimeout if not in time),
+    or ``lock.acquire(blocking=True, timeout=None) -> bool`` and ``release()``.
+
+    Parameters:
+        client: a started ZkClient.
+        path: the lock's directory (relative to the client's namespace);
+            created as CONTAINER nodes, reaped by the server once empty.
+        identifier: stored in our node's owner data (``contenders()`` shows
+            it), e.g. a task id.
+
+    While held: ``fencing_token`` (our node's czxid) for storage that can
+    refuse stale writers; ``check()`` raises LockLost once the session is
+    lost (before the server can let anyone else in); ``is_held()`` is False
+    while the connection is SUSPENDED (in doubt); ``lost`` / ``on_lost``
+    tell a loss as it happens. Re-entry from the holding thread raises
+    RecipeUsageError instead of deadlocking (use RLock for that); any thread
+    may release it, as with ``threading.Lock``. One object is one contender:
+    threads sharing it queue locally. See docs/recipes/lock.md.
+    """
+
+    def __init__(self, client: ZkClient, path: str, *, identifier: str | None = None) -> None:
+        super().__init__(client, path, LOCK_KIND, identifier=identifier)
 
 
+@final
 class RLock(_Mutex):
-    """Like Lock, but the holding thread may acquire it again (Curator's InterProcessMutex)."""
+    """Like Lock, but re-entrant per thread: Curator's InterProcessMutex semantics.
 
-    _reentrant = True
-    _kind = "RLock"
+    The holding thread may ``acquire()`` again (no request is sent; a count
+    goes up) and must ``release()`` as often; only the holding thread may
+    release it. Prefer Lock unless code you call may take the same lock
+    again. Parameters as Lock. See docs/recipes/lock.md.
+    """
+
+    def __init__(self, client: ZkClient, path: str, *, identifier: str | None = None) -> None:
+        super().__init__(client, path, RLOCK_KIND, identifier=identifier)

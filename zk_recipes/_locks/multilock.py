@@ -33,45 +33,34 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from collections.abc import Iterable
+from typing import Any, final
 
-from zk_recipes._client.client import ZkClient
 from zk_recipes._deadline import acquire_deadline
-from zk_recipes._errors import RecipeUsageError
-from zk_recipes._internals.locklike import LockVerbs
+from zk_recipes._errors import ConfigurationError, RecipeUsageError, WrongTypeError
+from zk_recipes._internals.holding import LossSignal
+from zk_recipes._internals.locklike import LockLike, LockVerbs
 
 log = logging.getLogger("zk_recipes.lock")
 
 
-class LockLike(Protocol):
-    """What a MultiLock member offers (every lock-like recipe of this package)."""
-
-    client: ZkClient
-    path: str
-    lost: threading.Event
-
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool: ...
-    def release(self) -> None: ...
-    def is_held(self) -> bool: ...
-    def check(self) -> None: ...
-    @property
-    def fencing_token(self) -> int: ...
-    def on_lost(self, callback: Callable[[Any], object]) -> None: ...
-
-
-MultiLostCallback = Callable[["MultiLock"], object]
-
-
 @dataclasses.dataclass(frozen=True)
 class MultiLockStatistics:
+    """A snapshot of one MultiLock object (``multilock.statistics()``)."""
+
     #: Members' full paths (namespace + path), in acquisition order.
     paths: tuple[str, ...]
+    #: Held by the calling thread, every member for sure.
     held: bool
+    #: A member was lost with its session while held as part of this MultiLock.
     lost: bool
+    #: Each member's token by full path (the calling thread's hold; empty if not held).
     fencing_tokens: dict[str, int]
+    #: Names of the threads holding it (one per thread; not re-entrant).
     holder_threads: tuple[str, ...]
+    #: Successful acquisitions so far.
     acquisitions: int
+    #: Acquires that returned False.
     timeouts: int
 
 
@@ -111,26 +100,39 @@ def _order_key(lock: LockLike) -> tuple[str, str]:
     return full_path(lock), lock.client.connect_string
 
 
+@final
 class MultiLock(LockVerbs):
-    """Hold several locks at once, or none: ``with MultiLock([a, b]):``."""
+    """Hold several locks at once, or none: ``with MultiLock([a, b]):``.
+
+    Members are any lock-like recipes (``LockLike``: Lock, RLock, the
+    ReadWriteLock halves, Semaphore, SemaphoreMutex), each at most once per
+    path. They are taken in one fixed global order (full path, then connect
+    string), so two MultiLocks over the same locks never deadlock each other;
+    Curator's InterProcessMultiLock takes its list in the order given
+    instead, so a Java MultiLock over the same paths must list them in this
+    sorted order too (see docs/recipes/multi-lock.md). The timeout covers
+    every member; on a timeout or error the members taken are released.
+    """
 
     _kind = "MultiLock"
 
     def __init__(self, locks: Iterable[LockLike]) -> None:
         members = list(locks)
         if not members:
-            raise ValueError("MultiLock needs at least one lock")
+            raise ConfigurationError("MultiLock needs at least one lock")
         for lock in members:
             member: object = lock
             if isinstance(member, MultiLock):
-                raise TypeError("MultiLock members cannot be MultiLocks: pass their locks instead")
+                raise WrongTypeError(
+                    "MultiLock members cannot be MultiLocks: pass their locks instead"
+                )
             missing = [
                 name
                 for name in ("acquire", "release", "is_held", "on_lost", "client", "path")
                 if not hasattr(lock, name)
             ]
             if missing:
-                raise TypeError(
+                raise WrongTypeError(
                     f"MultiLock members must be lock-like recipes (Lock, RLock, "
                     f"ReadWriteLock halves, Semaphore, SemaphoreMutex); {lock!r} lacks "
                     f"{', '.join(missing)}"
@@ -138,15 +140,16 @@ class MultiLock(LockVerbs):
         ordered = sorted(members, key=_order_key)
         for first, second in itertools.pairwise(ordered):
             if _order_key(first) == _order_key(second):
-                raise ValueError(
+                raise ConfigurationError(
                     f"{first!r} and {second!r} are on the same path {full_path(first)!r}: "
                     "a MultiLock would wait for itself; list each lock once"
                 )
         self._locks = tuple(ordered)
         self._guard = threading.Lock()
         self._holders: dict[int, str] = {}
-        self.lost = threading.Event()
-        self._on_lost: list[MultiLostCallback] = []
+        self._loss: LossSignal[Any] = LossSignal(self, "MultiLock")
+        #: Set when a member was lost while held as part of this MultiLock.
+        self.lost = self._loss.event
         self._acquisitions = 0
         self._timeouts = 0
         for lock in self._locks:
@@ -232,11 +235,12 @@ class MultiLock(LockVerbs):
         """The largest member token: it grows with every acquisition of this MultiLock."""
         return max(self.fencing_tokens.values())
 
-    def on_lost(self, callback: MultiLostCallback) -> None:
-        """Call ``callback(multilock)`` (on a listener thread) when a member is lost while held."""
-        self._on_lost.append(callback)
+    def on_lost(self, callback: Any) -> None:
+        """Call ``callback(multilock)`` when a member is lost while held (on a thread of ours)."""
+        self._loss.add(callback)
 
     def statistics(self) -> MultiLockStatistics:
+        """A snapshot of this MultiLock (see MultiLockStatistics)."""
         with self._guard:
             holders = tuple(self._holders.values())
         mine = threading.get_ident() in self._holders
@@ -274,9 +278,4 @@ class MultiLock(LockVerbs):
         if not self._holders:
             return  # lost while held on its own, not as part of this MultiLock
         log.warning("%r lost its member %r", self, member)
-        self.lost.set()
-        for callback in list(self._on_lost):
-            try:
-                callback(self)
-            except Exception:
-                log.exception("error in an on_lost callback of %r", self)
+        self._loss.fire()

@@ -32,6 +32,13 @@ threads queue locally, as with RLock); the read half gives every thread its
 own node, so threads of one process share the read lock and a thread that
 asks after a queued writer waits behind it.
 
+Downgrade only while the write hold is still ours, and atomically with it:
+the read node is created in one multi with a check that the writer's node
+still exists, so it cannot appear at the writer's place after that node
+went (a new writer may already hold the lock then: F6); a write hold
+already lost, or a read node that landed on another session, raises
+LockLost instead.
+
 SUSPENDED/LOST: as Lock (a hold is in doubt while SUSPENDED, lost on LOST:
 ``lost`` set, ``on_lost`` callbacks, ``check()`` raising LockLost).
 """
@@ -41,21 +48,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Callable
+from typing import Any, final
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
-from zk_recipes._client.kazoo import CreateMode
 from zk_recipes._deadline import acquire_deadline
-from zk_recipes._errors import RecipeUsageError
-from zk_recipes._internals.contenders import Entry, Rule, sort_key
+from zk_recipes._errors import LockLost, NoNodeError, RecipeUsageError
+from zk_recipes._internals.args import optional_str, require_client
+from zk_recipes._internals.contenders import Cancellation, Entry, sort_key
+from zk_recipes._internals.holding import LossSignal, is_valid
 from zk_recipes._internals.locklike import LockVerbs
-from zk_recipes._locks.lock import (
-    Contender,
-    LockStatistics,
-    _Mutex,
-    owner_data,
-)
+from zk_recipes._locks.lock import Contender, LockStatistics, MutexKind, _Mutex
+from zk_recipes._types import CreateMode, Owner
 
 log = logging.getLogger("zk_recipes.lock")
 
@@ -72,6 +76,16 @@ def _read_rule(names: list[str], index: int) -> str | None:
     return None
 
 
+def _write_rule(names: list[str], index: int) -> str | None:
+    """A writer's turn: first of all; else wait for the immediate predecessor."""
+    return None if index == 0 else names[index - 1]
+
+
+# Neither half takes the head shortcut: a downgrade's read node can appear ahead of us.
+WRITE_KIND = MutexKind("WriteLock", WRITE_TOKEN, _SORT_TOKENS, True, _write_rule, False)
+READ_KIND = MutexKind("ReadLock", READ_TOKEN, _SORT_TOKENS, True, _read_rule, False)
+
+
 def _holds(names: list[str]) -> list[bool]:
     """Which queued nodes hold the lock (a downgrade's read node ties with its writer)."""
     keys = [sort_key(name, _SORT_TOKENS) for name in names]
@@ -86,17 +100,18 @@ def _holds(names: list[str]) -> list[bool]:
     return result
 
 
+@final
 class WriteLock(_Mutex):
-    """The exclusive half of a ReadWriteLock (re-entrant per thread)."""
+    """The exclusive half of a ReadWriteLock (``rw.write_lock``); re-entrant per thread.
 
-    _reentrant = True
-    _token = WRITE_TOKEN
-    _sort_tokens = _SORT_TOKENS
-    _kind = "WriteLock"
-    _head_shortcut = False  # a downgrade's read node can appear ahead of us
+    Holds the lock while its node is first of all readers and writers. The
+    holding thread may also take the read lock (downgrade); a thread holding
+    the read lock may not take the write lock (it would wait for its own read
+    node forever: RecipeUsageError). Otherwise as RLock.
+    """
 
     def __init__(self, rw: ReadWriteLock) -> None:
-        super().__init__(rw.client, rw.path, identifier=rw.identifier)
+        super().__init__(rw.client, rw.path, WRITE_KIND, identifier=rw.identifier)
         self._rw = rw
 
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
@@ -121,47 +136,67 @@ class WriteLock(_Mutex):
 class _ReadPart(_Mutex):
     """One thread's share of a read lock: its own node, re-entrant for that thread."""
 
-    _reentrant = True
-    _token = READ_TOKEN
-    _sort_tokens = _SORT_TOKENS
-    _kind = "ReadLock"
-    _head_shortcut = False
-
     def __init__(self, read_lock: ReadLock) -> None:
         rw = read_lock._rw
-        super().__init__(rw.client, rw.path, identifier=rw.identifier)
+        super().__init__(rw.client, rw.path, READ_KIND, identifier=rw.identifier)
         self._rw = rw
         self.on_lost(read_lock._part_lost)
 
-    def _rule(self) -> Rule:
-        return _read_rule
-
-    def _take(self, deadline: float | None) -> Entry | None:
+    def _take(self, deadline: float | None, cancel: Cancellation) -> Entry | None:
         write = self._rw.write_lock._hold
-        if write is None or write.thread != threading.get_ident() or write.lost:
-            return super()._take(deadline)
-        # Downgrade: a read node at the writer's place in the queue.
-        sequence = write.entry.name.rsplit(WRITE_TOKEN, 1)[1]
-        created = self.client.create(
-            _paths.join(self.path, READ_TOKEN + sequence),
-            owner_data(self.identifier),
-            mode=CreateMode.EPHEMERAL,
-            protected=True,
-            parents=True,
+        if write is None or write.thread != threading.get_ident():
+            return super()._take(deadline, cancel)
+        return self._downgrade(write.entry)
+
+    def _downgrade(self, writer: Entry) -> Entry:
+        """A read node at the writer's place in the queue, made only while the writer's node is."""
+        client = self.client
+        write = self._rw.write_lock._hold
+        if write is None or not is_valid(client, write):
+            raise LockLost(
+                f"the write lock of {self._rw.path} that this thread holds was lost with its "
+                "session: it cannot be downgraded to the read lock (another process may hold "
+                "the write lock now). Release the write lock, then take the read lock."
+            )
+        sequence = writer.name.rsplit(WRITE_TOKEN, 1)[1]
+        name = _paths.protected_prefix(_paths.new_protected_id()) + READ_TOKEN + sequence
+        path = _paths.join(self.path, name)
+        try:
+            stat = client.check_and_create(
+                writer.path,
+                path,
+                Owner.here(self.identifier).to_bytes(),
+                mode=CreateMode.EPHEMERAL,
+            )
+        except NoNodeError:
+            raise LockLost(
+                f"the write lock of {self._rw.path} was lost (its node is gone): it cannot be "
+                "downgraded to the read lock. Release the write lock, then take the read lock."
+            ) from None
+        entry = Entry(
+            path,
+            name,
+            stat.czxid,
+            stat.ephemeral_owner,
+            client.session_epoch(stat.ephemeral_owner),
         )
-        return Entry(
-            created.path,
-            _paths.name_of(created.path),
-            created.stat.czxid,
-            created.stat.ephemeral_owner,
-        )
+        if entry.epoch is None or entry.epoch != writer.epoch:
+            client.delete(path, guaranteed=True)
+            raise LockLost(
+                f"the session of the write lock of {self._rw.path} ended during the downgrade; "
+                "release the write lock, then take the read lock"
+            )
+        return entry
 
 
-ReadLostCallback = Callable[["ReadLock"], object]
-
-
+@final
 class ReadLock(LockVerbs):
-    """The shared half of a ReadWriteLock: every thread holding it has its own node."""
+    """The shared half of a ReadWriteLock (``rw.read_lock``): every holding thread has its node.
+
+    Threads of one process share it, each with its own node; a thread that
+    asks after a writer queued waits behind that writer. Re-entrant per
+    thread; each thread releases what it took.
+    """
 
     _kind = "ReadLock"
 
@@ -171,11 +206,11 @@ class ReadLock(LockVerbs):
         self.path: str = rw.path
         self._parts: dict[int, _ReadPart] = {}
         self._guard = threading.Lock()
-        self.lost = threading.Event()
-        self._on_lost: list[ReadLostCallback] = []
+        self._loss: LossSignal[Any] = LossSignal(self, f"ReadLock {rw.path}")
+        #: Set when a held read node was lost with its session (cleared by the next acquire).
+        self.lost = self._loss.event
         self._acquisitions = 0
         self._timeouts = 0
-        self._losses = 0
 
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         """Take the read lock for this thread; False only if not acquired in time."""
@@ -193,7 +228,7 @@ class ReadLock(LockVerbs):
         with self._guard:
             if acquired:
                 self._acquisitions += 1
-                if not any(p._hold is not None and p._hold.lost for p in self._parts.values()):
+                if not any(p.lost.is_set() for p in self._parts.values()):
                     self.lost.clear()
             else:
                 self._timeouts += 1
@@ -215,6 +250,13 @@ class ReadLock(LockVerbs):
         finally:
             self._discard_if_idle(me, part)
 
+    def cancel(self) -> None:
+        """End every ``acquire()`` of the read lock waiting now (each returns False)."""
+        with self._guard:
+            parts = list(self._parts.values())
+        for part in parts:
+            part.cancel()
+
     def is_held(self) -> bool:
         """True while this thread holds the read lock for sure (not in doubt, not lost)."""
         part = self._parts.get(threading.get_ident())
@@ -235,9 +277,9 @@ class ReadLock(LockVerbs):
         part = self._parts.get(threading.get_ident())
         return part.node if part is not None else None
 
-    def on_lost(self, callback: ReadLostCallback) -> None:
-        """Call ``callback(read_lock)`` (on a listener thread) when a held read node is lost."""
-        self._on_lost.append(callback)
+    def on_lost(self, callback: Any) -> None:
+        """Call ``callback(read_lock)`` when a held read node is lost (on a thread of ours)."""
+        self._loss.add(callback)
 
     def contenders(self) -> list[Contender]:
         """Every reader and writer queued on the path, in order; holders are marked."""
@@ -258,7 +300,7 @@ class ReadLock(LockVerbs):
             depth=mine.depth if mine else 0,
             acquisitions=self._acquisitions,
             timeouts=self._timeouts,
-            losses=self._losses,
+            losses=self._loss.count,
         )
 
     def __repr__(self) -> str:
@@ -270,7 +312,7 @@ class ReadLock(LockVerbs):
             state = "unlocked"
         else:
             state = f"held by {len(holds)} thread{'s' if len(holds) > 1 else ''}"
-            lost = sum(h.lost for h in holds)
+            lost = sum(not is_valid(self.client, h) for h in holds)
             if lost:
                 state += f" ({lost} LOST)"
         if waiting:
@@ -294,30 +336,25 @@ class ReadLock(LockVerbs):
                 del self._parts[thread]
 
     def _part_lost(self, _part: object) -> None:
-        with self._guard:
-            self._losses += 1
-        self.lost.set()
-        for callback in list(self._on_lost):
-            try:
-                callback(self)
-            except Exception:
-                log.exception("error in an on_lost callback of %s", self.path)
+        self._loss.fire()
 
 
+@final
 class ReadWriteLock:
     """A fair shared/exclusive lock: ``rw.read_lock`` and ``rw.write_lock``.
 
-    Curator's InterProcessReadWriteLock on the same path takes part in the
-    same queue. The write lock holder may take the read lock too (downgrade);
-    a reader asking for the write lock raises RecipeUsageError.
+    ``ReadWriteLock(client, "/locks/catalog")``. Readers share it, a writer
+    holds it alone, and requests are served in order, so a stream of readers
+    cannot starve a queued writer. Curator's InterProcessReadWriteLock on the
+    same path takes part in the same queue. The write lock holder may take
+    the read lock too (downgrade); a reader asking for the write lock raises
+    RecipeUsageError. See docs/recipes/read-write-lock.md.
     """
 
     def __init__(self, client: ZkClient, path: str, *, identifier: str | None = None) -> None:
-        if not isinstance(client, ZkClient):
-            raise TypeError(f"ReadWriteLock needs a ZkClient, got {client!r}")
-        self.client = client
+        self.client = require_client(client, "ReadWriteLock")
         self.path = _paths.validate_writable_path(path)
-        self.identifier = identifier
+        self.identifier = optional_str(identifier, "identifier")
         self.read_lock = ReadLock(self)
         self.write_lock = WriteLock(self)
 

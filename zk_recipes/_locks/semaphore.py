@@ -24,13 +24,17 @@ global count with ITS limit, so give every process the same one.
 Holding: a lease's fencing token is its node's czxid (leases are made under
 the mutex, so tokens grow). SUSPENDED puts held leases in doubt; LOST (or a
 new session) loses them: ``lost`` is set, ``on_lost`` callbacks run and
-``check()`` raises LockLost — the same rules as Lock (_locks/lock.py node_lost_by).
+``check()`` raises LockLost — the rules of every hold (_internals/holding.py).
+A failure to make a lease node (connection lost, session expired) is ridden
+out until the deadline; if the session that holds the internal mutex was
+lost meanwhile, the acquire starts again from the mutex.
 
 Threads: like ``threading.Semaphore``, any thread may ``release()``; it gives
 back one lease this object holds (preferring the last one the calling
 thread took with ``acquire()``). Several threads of one object queue locally
-on the internal mutex. SemaphoreMutex is the 1-lease lock on top: not
-re-entrant (re-entry raises instead of deadlocking), released by any thread.
+on the internal mutex; ``cancel()`` ends every acquire waiting on the
+object. SemaphoreMutex is the 1-lease lock on top: not re-entrant (re-entry
+raises instead of deadlocking), released by any thread.
 """
 
 from __future__ import annotations
@@ -39,34 +43,38 @@ import contextlib
 import dataclasses
 import logging
 import threading
-import time
-from collections.abc import Callable
+from typing import Any, final
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
-from zk_recipes._client.kazoo import WatchEvent
-from zk_recipes._client.states import StateChange
-from zk_recipes._deadline import acquire_deadline, request_timeout
+from zk_recipes._deadline import Expired, acquire_deadline, expired, patient, remaining
 from zk_recipes._errors import (
     ClientStateError,
+    ConfigurationError,
     ConnectionLostError,
     LockLost,
     NoNodeError,
     RecipeUsageError,
+    RetriesExhaustedError,
     SessionLost,
+    WrongTypeError,
     ZkTimeoutError,
 )
-from zk_recipes._internals.contenders import ContenderQueue, Entry
-from zk_recipes._internals.locklike import LockVerbs
-from zk_recipes._locks.lock import (
-    Contender,
-    Lock,
-    LockStatistics,
-    _parse_owner,
-    node_in_doubt,
-    node_lost_by,
-    owner_data,
+from zk_recipes._internals.args import optional_str, require_client, require_int
+from zk_recipes._internals.contenders import Cancellation, ContenderQueue, Entry, is_live
+from zk_recipes._internals.holding import (
+    HeldNodes,
+    Hold,
+    LossSignal,
+    is_in_doubt,
+    is_sure,
+    is_valid,
+    read_nodes,
+    taken_now,
 )
+from zk_recipes._internals.locklike import LockVerbs
+from zk_recipes._locks.lock import Contender, Lock, LockStatistics
+from zk_recipes._types import Owner, WatchEvent
 
 log = logging.getLogger("zk_recipes.semaphore")
 
@@ -74,25 +82,41 @@ LEASE_TOKEN = "lease-"
 LOCKS_DIR = "locks"
 LEASES_DIR = "leases"
 
-SemaphoreLostCallback = Callable[["Semaphore"], object]
+_RIDE_OUT = (ConnectionLostError, ZkTimeoutError, SessionLost, RetriesExhaustedError)
 
 
 @dataclasses.dataclass(frozen=True)
 class SemaphoreStatistics:
+    """A snapshot of one Semaphore object (``semaphore.statistics()``)."""
+
+    #: The semaphore's path, relative to the client's namespace.
     path: str
+    #: This object's limit (give every process the same one).
     max_leases: int
     #: Leases this object holds now.
     leases: int
+    #: Of those, held but not for sure (SUSPENDED, or not verified since).
     in_doubt: int
+    #: Of those, lost with their session (not given back yet).
     lost: int
+    #: The czxid of each lease held, oldest first.
     fencing_tokens: tuple[int, ...]
     #: Threads inside acquire() on this object.
     waiting: int
+    #: Leases acquired by this object so far.
     acquisitions: int
+    #: Acquires that got nothing (timed out, non-blocking, cancelled).
     timeouts: int
+    #: Leases lost with their session so far.
     losses: int
 
 
+@dataclasses.dataclass(eq=False)
+class _LeaseHold(Hold):
+    lease: Any = None
+
+
+@final
 class Lease:
     """One lease of a Semaphore (a node in ``<path>/leases``); ``close()`` gives it back.
 
@@ -103,8 +127,8 @@ class Lease:
     def __init__(self, semaphore: Semaphore, entry: Entry, thread: int | None) -> None:
         self._semaphore = semaphore
         self.entry = entry
-        self.in_doubt = False
-        self.lost = False
+        seq, in_doubt = taken_now(semaphore.client)
+        self._hold = _LeaseHold(entry, seq, in_doubt, lease=self)
         self.closed = False
         #: The thread that took it with ``acquire()`` (None: ``acquire_leases``).
         self._thread = thread
@@ -118,6 +142,16 @@ class Lease:
     def fencing_token(self) -> int:
         """The lease node's czxid: strictly increasing across the ensemble."""
         return self.entry.czxid
+
+    @property
+    def lost(self) -> bool:
+        """True once the lease was lost with its session (or its client closed)."""
+        return not is_valid(self._semaphore.client, self._hold)
+
+    @property
+    def in_doubt(self) -> bool:
+        """True while the lease is still ours but not for sure (SUSPENDED)."""
+        return is_in_doubt(self._semaphore.client, self._hold)
 
     def close(self) -> None:
         """Give the lease back (guaranteed delete). Closing twice does nothing."""
@@ -137,11 +171,22 @@ class Lease:
 
 
 class _Restart(Exception):
-    """A lease node of ours vanished (session lost): start the acquire again."""
+    """A lease node of ours, or the internal mutex, went with its session: start again."""
 
 
+@final
 class Semaphore(LockVerbs):
-    """A counting semaphore over ZooKeeper: at most ``max_leases`` holders at once."""
+    """A counting semaphore over ZooKeeper: at most ``max_leases`` holders at once.
+
+    ``Semaphore(client, "/pools/db", max_leases=5)``. ``with sem:`` takes one
+    lease for the block; ``acquire(blocking=True, timeout=None) -> bool`` and
+    ``release()`` as ``threading.Semaphore``; ``acquire_leases(n)`` takes n at
+    once, all or none, as Lease objects. Curator's InterProcessSemaphoreV2 on
+    the same path counts the same leases (give every process the same
+    ``max_leases``: each compares the count with its own). Lease-holding
+    rules (fencing token, in doubt, lost, ``check()``) are Lock's. See
+    docs/recipes/semaphore.md.
+    """
 
     _kind = "Semaphore"
 
@@ -153,27 +198,22 @@ class Semaphore(LockVerbs):
         *,
         identifier: str | None = None,
     ) -> None:
-        if not isinstance(client, ZkClient):
-            raise TypeError(f"{self._kind} needs a ZkClient, got {client!r}")
-        if isinstance(max_leases, bool) or not isinstance(max_leases, int):
-            raise TypeError(f"max_leases must be an int >= 1, got {max_leases!r}")
-        if max_leases < 1:
-            raise ValueError(f"max_leases must be >= 1, got {max_leases!r}")
-        self.client: ZkClient = client
+        self.client: ZkClient = require_client(client, self._kind)
         self.path: str = _paths.validate_writable_path(path)
-        self.max_leases = max_leases
-        self.identifier = identifier
+        self.max_leases = require_int(max_leases, "max_leases", minimum=1)
+        self.identifier = optional_str(identifier, "identifier")
         self._mutex = Lock(client, _paths.join(self.path, LOCKS_DIR), identifier=identifier)
         self._leases = ContenderQueue(client, _paths.join(self.path, LEASES_DIR), LEASE_TOKEN)
         self._guard = threading.Lock()
         self._held: list[Lease] = []
-        self.lost = threading.Event()
-        self._on_lost: list[SemaphoreLostCallback] = []
-        self._listening = False
+        self._holds: HeldNodes[_LeaseHold] = HeldNodes(client, self._guard, self._leases_lost)
+        self._loss: LossSignal[Any] = LossSignal(self, f"{self._kind} {self.path}")
+        #: Set when a held lease was lost with its session (cleared by the next acquire).
+        self.lost = self._loss.event
+        self._cancel = Cancellation()
         self._waiting = 0
         self._acquisitions = 0
         self._timeouts = 0
-        self._losses = 0
 
     # -- public API ------------------------------------------------------
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
@@ -187,9 +227,9 @@ class Semaphore(LockVerbs):
         """Take ``count`` leases at once (all or none); an empty list if not in time."""
         deadline = acquire_deadline(blocking, timeout)
         if isinstance(count, bool) or not isinstance(count, int):
-            raise TypeError(f"count must be an int, got {count!r}")
+            raise WrongTypeError(f"count must be an int, got {count!r}")
         if not 1 <= count <= self.max_leases:
-            raise ValueError(
+            raise ConfigurationError(
                 f"count must be between 1 and max_leases ({self.max_leases}), got {count}: "
                 "more leases than the limit could never be granted"
             )
@@ -204,24 +244,27 @@ class Semaphore(LockVerbs):
                 lease = next((x for x in self._held if x._thread is not None), None)
             if lease is None and self._held:
                 lease = self._held[0]
-            stop = self._detach(lease) if lease is not None else False
         if lease is None:
             raise RecipeUsageError(f"release of {self!r}, which is not held (it has no lease)")
-        self._delete_lease(lease, stop)
+        self._give_back(lease)
+
+    def cancel(self) -> None:
+        """End every ``acquire()`` waiting on this object now: each returns False (or [])."""
+        with self._guard:
+            cancel, self._cancel = self._cancel, Cancellation()
+        cancel.set()
+        self._mutex.cancel()
 
     def is_held(self) -> bool:
         """True while this object holds at least one lease for sure (not in doubt, not lost)."""
-        with self._guard:
-            held = list(self._held)
-        return any(not x.lost and not node_in_doubt(self.client, x) for x in held)
+        return any(is_sure(self.client, x._hold) for x in self.leases)
 
     def check(self) -> None:
         """Raise LockLost if a lease this object holds was lost with its session."""
-        with self._guard:
-            held = list(self._held)
+        held = self.leases
         if not held:
             raise RecipeUsageError(f"{self!r} is not held")
-        if any(x.lost or x.entry.session_id != self.client.session_id for x in held):
+        if any(not is_valid(self.client, x._hold) for x in held):
             raise LockLost(
                 f"a lease of {self._kind} {self.path} was lost with its ZooKeeper session; "
                 "another process may hold it now"
@@ -245,9 +288,9 @@ class Semaphore(LockVerbs):
         with self._guard:
             return list(self._held)
 
-    def on_lost(self, callback: SemaphoreLostCallback) -> None:
-        """Call ``callback(semaphore)`` (on a listener thread) when a held lease is lost."""
-        self._on_lost.append(callback)
+    def on_lost(self, callback: Any) -> None:
+        """Call ``callback(semaphore)`` when a held lease is lost (on a thread of ours)."""
+        self._loss.add(callback)
 
     def participants(self) -> list[str]:
         """Paths of every lease node (holders, and the pending ones of the mutex holder)."""
@@ -259,40 +302,35 @@ class Semaphore(LockVerbs):
         The head of the mutex queue is represented by its pending lease node(s),
         so each acquirer appears once.
         """
-        names = self._leases.participants()
-        pending = [self.client.get_async(self._leases.node_path(n)) for n in names]
-        result: list[Contender] = []
-        for name, request in zip(names, pending, strict=True):
-            try:
-                data, _ = request.result(self.client.settings.connection_timeout)
-            except NoNodeError:
-                continue
-            holder = len(result) < self.max_leases
-            result.append(Contender(self._leases.node_path(name), _parse_owner(data), holder))
+        leases = read_nodes(self.client, self.participants())
+        result = [
+            Contender(path, Owner.from_bytes(data), index < self.max_leases)
+            for index, (path, data) in enumerate(leases)
+        ]
         waiting = self._mutex.contenders()[1:]
         return result + [dataclasses.replace(c, is_holder=False) for c in waiting]
 
     def statistics(self) -> SemaphoreStatistics:
-        with self._guard:
-            held = list(self._held)
+        """A snapshot of this semaphore object (see SemaphoreStatistics)."""
+        held = self.leases
+        client = self.client
         return SemaphoreStatistics(
             path=self.path,
             max_leases=self.max_leases,
             leases=len(held),
-            in_doubt=sum(not x.lost and node_in_doubt(self.client, x) for x in held),
-            lost=sum(x.lost for x in held),
+            in_doubt=sum(is_in_doubt(client, x._hold) for x in held),
+            lost=sum(not is_valid(client, x._hold) for x in held),
             fencing_tokens=tuple(x.fencing_token for x in held),
             waiting=self._waiting,
             acquisitions=self._acquisitions,
             timeouts=self._timeouts,
-            losses=self._losses,
+            losses=self._loss.count,
         )
 
     def __repr__(self) -> str:
-        with self._guard:
-            held = list(self._held)
+        held = self.leases
         state = f"holding={len(held)}"
-        lost = sum(x.lost for x in held)
+        lost = sum(not is_valid(self.client, x._hold) for x in held)
         if lost:
             state += f" ({lost} LOST)"
         if self._waiting:
@@ -301,11 +339,12 @@ class Semaphore(LockVerbs):
 
     # -- acquiring -------------------------------------------------------
     def _acquire(self, count: int, deadline: float | None, thread: int | None) -> list[Lease]:
-        self.client._usable()  # fail fast when the client is closed or forked
+        self.client.check_usable()  # fail fast when the client is closed or forked
         with self._guard:
             self._waiting += 1
+            cancel = self._cancel
         try:
-            entries = self._acquire_entries(count, deadline)
+            entries = self._acquire_entries(count, deadline, cancel)
         finally:
             with self._guard:
                 self._waiting -= 1
@@ -317,84 +356,110 @@ class Semaphore(LockVerbs):
         with self._guard:
             self._held.extend(leases)
             self._acquisitions += count
-            if not any(x.lost for x in self._held):
+            if all(is_valid(self.client, x._hold) for x in self._held):
                 self.lost.clear()
-            listen = not self._listening
-            self._listening = True
-        if listen:
-            self.client.add_listener(self._on_state)
-        # Lost in the meantime?
-        self._mark_lost([x for x in leases if x.entry.session_id != self.client.session_id])
+        for lease in leases:
+            self._holds.add(lease._hold)  # a loss in the meantime is caught here
         return leases
 
-    def _acquire_entries(self, count: int, deadline: float | None) -> list[Entry]:
+    def _acquire_entries(
+        self, count: int, deadline: float | None, cancel: Cancellation
+    ) -> list[Entry]:
         while True:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not self._mutex.acquire(timeout=remaining):
+            if cancel.is_set() or not self._mutex.acquire(timeout=remaining(deadline)):
                 return []
             try:
-                return self._lease_under_mutex(count, deadline)
+                return self._lease_under_mutex(count, deadline, cancel)
             except _Restart:
                 log.info("a lease node of %s was lost with its session; starting again", self.path)
-                if deadline is not None and time.monotonic() >= deadline:
+                if _over(deadline, cancel):
                     return []
             finally:
                 self._mutex.release()
 
-    def _lease_under_mutex(self, count: int, deadline: float | None) -> list[Entry]:
+    def _lease_under_mutex(
+        self, count: int, deadline: float | None, cancel: Cancellation
+    ) -> list[Entry]:
         created: list[Entry] = []
         try:
-            data = owner_data(self.identifier)
-            children: list[str] = []
+            data = Owner.here(self.identifier).to_bytes()
+            children: list[str] | None = None
             for _ in range(count):
-                entry, children = self._leases.enter(data)
+                entered = self._enter_lease(data, deadline, cancel)
+                if entered is None:
+                    self._delete(created)
+                    return []
+                entry, children = entered
                 created.append(entry)
             changed: threading.Event | None = None
             while True:
-                there = self._all_there(created, children)
-                if there and len(children) <= self.max_leases:
-                    return created
-                if deadline is not None and time.monotonic() >= deadline:
+                if children is not None:
+                    there = self._all_there(created, children)
+                    if there and len(children) <= self.max_leases:
+                        return created
+                    if not there:
+                        raise _Restart
+                if _over(deadline, cancel):
                     self._delete(created)
                     return []
-                if not there:
-                    raise _Restart
-                if changed is None or changed.is_set():
+                if children is None or changed is None or changed.is_set():
                     # Look again with a watch armed; the fresh list is checked first.
                     changed = threading.Event()
-                    children = self._list_watched(deadline, changed)
+                    children = self._list_watched(deadline, changed, cancel)
                     continue
                 # Any event (a child change, kazoo's NONE after a disconnect, closing the
-                # client) means: look again.
-                with self.client.wake_on_close(changed):
-                    changed.wait(
-                        None if deadline is None else max(0.0, deadline - time.monotonic())
-                    )
+                # client, cancel()) means: look again.
+                with self.client.wake_on_close(changed), cancel.wakes(changed):
+                    changed.wait(remaining(deadline))
         except BaseException:
             self._delete(created)
             raise
 
-    def _all_there(self, created: list[Entry], children: list[str]) -> bool:
-        session = self.client.session_id
-        names = set(children)
-        return all(e.name in names and e.session_id == session for e in created)
+    def _enter_lease(
+        self, data: bytes, deadline: float | None, cancel: Cancellation
+    ) -> tuple[Entry, list[str] | None] | None:
+        """One lease node, riding out connection trouble until the deadline (None: gave up)."""
+        while True:
+            try:
+                return self._leases.enter(data)
+            except _RIDE_OUT as exc:
+                if not self._mutex_valid():
+                    raise _Restart from exc
+                if _over(deadline, cancel):
+                    return None
+                left = remaining(deadline)
+                log.info("making a lease node in %s failed (%s); trying again", self.path, exc)
+                self.client.wait_connected(min(1.0, left) if left is not None else 1.0)
+                if not self._mutex_valid():
+                    raise _Restart from exc
 
-    def _list_watched(self, deadline: float | None, changed: threading.Event) -> list[str]:
+    def _mutex_valid(self) -> bool:
+        hold = self._mutex._hold
+        return hold is not None and is_valid(self.client, hold)
+
+    def _all_there(self, created: list[Entry], children: list[str]) -> bool:
+        names = set(children)
+        return all(e.name in names and is_live(self.client, e) for e in created)
+
+    def _list_watched(
+        self, deadline: float | None, changed: threading.Event, cancel: Cancellation
+    ) -> list[str] | None:
+        """The lease nodes, with a watch armed; None once the deadline passed."""
+
         def wake(_event: WatchEvent) -> None:
             changed.set()
 
-        while True:
-            try:
-                return self.client.get_children_async(self._leases.path, watch=wake).result(
-                    request_timeout(self.client.settings.connection_timeout, deadline)
-                )
-            except (NoNodeError, SessionLost):
-                raise _Restart from None  # our nodes (and their container) are gone
-            except (ConnectionLostError, ZkTimeoutError):
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return []  # the caller sees the deadline
-                self.client.wait_connected(min(1.0, remaining) if remaining else 1.0)
+        def send(limit: float) -> list[str]:
+            return self.client.get_children_async(self._leases.path, watch=wake).result(limit)
+
+        try:
+            return patient(
+                self.client, deadline, send, cancelled=cancel.is_set, through_session_loss=False
+            )
+        except (NoNodeError, SessionLost):
+            raise _Restart from None  # our nodes (and their container) are gone
+        except Expired:
+            return None
 
     def _delete(self, entries: list[Entry]) -> None:
         for entry in entries:
@@ -411,64 +476,41 @@ class Semaphore(LockVerbs):
         with self._guard:
             if lease.closed:
                 return
-            stop = self._detach(lease)
-        self._delete_lease(lease, stop)
-
-    def _detach(self, lease: Lease) -> bool:
-        """Forget ``lease`` (call with the guard held); True when the last one went."""
-        lease.closed = True
-        with contextlib.suppress(ValueError):
-            self._held.remove(lease)
-        stop = self._listening and not self._held
-        if stop:
-            self._listening = False
-        return stop
-
-    def _delete_lease(self, lease: Lease, stop_listening: bool) -> None:
-        if stop_listening:
-            self.client.remove_listener(self._on_state)
+            lease.closed = True
+            with contextlib.suppress(ValueError):
+                self._held.remove(lease)
+        self._holds.remove(lease._hold)
         # The name is unique (protected uuid + sequence): never another holder's node.
-        self.client.delete(lease.path, guaranteed=True)
+        try:
+            self.client.delete(lease.path, guaranteed=True)
+        except ClientStateError:
+            if not self.client.is_closed:
+                raise
+            # Closed: the session is gone, and the lease node with it.
 
-    def _on_state(self, change: StateChange) -> None:
-        with self._guard:
-            held = [x for x in self._held if not x.lost]
-        self._mark_lost([x for x in held if node_lost_by(self.client, x, change)])
-
-    def _mark_lost(self, leases: list[Lease]) -> None:
-        """Mark leases lost, then set ``lost`` and run the callbacks once for them all."""
-        with self._guard:
-            newly = [x for x in leases if not x.lost]
-            for lease in newly:
-                lease.lost = True
-                lease.in_doubt = False
-            self._losses += len(newly)
-        if not newly:
-            return
-        for lease in newly:
+    def _leases_lost(self, holds: list[_LeaseHold]) -> None:
+        for hold in holds:
             log.warning(
                 "lease %s of %s LOST with session %#x",
-                lease.path,
+                hold.entry.path,
                 self.path,
-                lease.entry.session_id,
+                hold.entry.session_id,
             )
-        self.lost.set()
-        for callback in list(self._on_lost):
-            try:
-                callback(self)
-            except Exception:
-                log.exception("error in an on_lost callback of %s", self.path)
+        self._loss.fire(len(holds))
 
 
-MutexLostCallback = Callable[["SemaphoreMutex"], object]
+def _over(deadline: float | None, cancel: Cancellation) -> bool:
+    return cancel.is_set() or expired(deadline)
 
 
+@final
 class SemaphoreMutex(LockVerbs):
     """A non-re-entrant lock: a Semaphore with one lease (Curator's InterProcessSemaphoreMutex).
 
     Unlike Lock, which is one contender per object, threads of one process
     using the same SemaphoreMutex each queue for the lease. Any thread may
-    release it.
+    release it. Curator's InterProcessSemaphoreMutex on the same path
+    excludes it. See docs/recipes/semaphore.md.
     """
 
     _kind = "SemaphoreMutex"
@@ -510,10 +552,14 @@ class SemaphoreMutex(LockVerbs):
             self._holder = None
         lease.close()
 
+    def cancel(self) -> None:
+        """End every ``acquire()`` waiting on this object now: each returns False."""
+        self._semaphore.cancel()
+
     def is_held(self) -> bool:
         """True while this process holds the lock for sure (not in doubt, not lost)."""
         lease = self._lease
-        return lease is not None and not lease.lost and not node_in_doubt(self.client, lease)
+        return lease is not None and is_sure(self.client, lease._hold)
 
     def check(self) -> None:
         """Raise LockLost if the lock was lost with its session."""
@@ -535,7 +581,7 @@ class SemaphoreMutex(LockVerbs):
         lease = self._lease
         return lease.path if lease is not None else None
 
-    def on_lost(self, callback: MutexLostCallback) -> None:
+    def on_lost(self, callback: Any) -> None:
         """Call ``callback(mutex)`` (on a listener thread) when the held lock is lost."""
         self._semaphore.on_lost(lambda _semaphore: callback(self))
 
@@ -550,7 +596,7 @@ class SemaphoreMutex(LockVerbs):
         return LockStatistics(
             path=self.path,
             held=self.is_held(),
-            in_doubt=bool(lease and not lease.lost and node_in_doubt(self.client, lease)),
+            in_doubt=bool(lease and lease.in_doubt),
             lost=bool(lease and lease.lost),
             node=lease.path if lease else None,
             fencing_token=lease.fencing_token if lease else None,
@@ -568,7 +614,7 @@ class SemaphoreMutex(LockVerbs):
             state = "unlocked"
         elif lease.lost:
             state = "LOST"
-        elif node_in_doubt(self.client, lease):
+        elif lease.in_doubt:
             state = "in doubt"
         else:
             state = f"held by {holder[1] if holder else '?'!r} token={lease.fencing_token}"

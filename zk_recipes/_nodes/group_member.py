@@ -22,18 +22,17 @@ from typing import Protocol
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
-from zk_recipes._client.kazoo import WatchEvent
-from zk_recipes._client.states import SerialExecutor, StateChange
-from zk_recipes._errors import (
-    NoNodeError,
-)
+from zk_recipes._client.states import StateChange
+from zk_recipes._errors import ConfigurationError, NoNodeError
+from zk_recipes._internals.args import require_callable, require_client
+from zk_recipes._internals.reconciler import Reconciler
+from zk_recipes._internals.threads import SerialExecutor
 from zk_recipes._nodes.persistent_node import (
     PersistentNode,
     PersistentNodeEvent,
     PersistentNodeState,
-    _check_callable,
-    _Worker,
 )
+from zk_recipes._types import WatchEvent
 
 log = logging.getLogger("zk_recipes.group")
 
@@ -77,7 +76,7 @@ class _ChildrenView:
         self._watches: dict[str, int] = {}
         self._tokens = itertools.count(1)
         self._closed = False
-        self._worker = _Worker(client, f"zk-recipes group view {path}", self._refresh, _noop)
+        self._worker = Reconciler(client, f"zk-recipes group view {path}", self._refresh, _noop)
 
     def start(self) -> None:
         self._client.add_listener(self._on_state)
@@ -195,12 +194,10 @@ class GroupMember:
     def __init__(
         self, client: ZkClient, group_path: str, member_id: str, data: bytes = b""
     ) -> None:
-        if not isinstance(client, ZkClient):
-            raise TypeError(f"GroupMember needs a ZkClient, got {client!r}")
-        self.client = client
+        self.client = require_client(client, "GroupMember")
         self.group_path = _paths.validate_writable_path(group_path, what="group_path")
         if not isinstance(member_id, str) or not member_id or "/" in member_id:
-            raise ValueError(
+            raise ConfigurationError(
                 f"member_id must be a non-empty str without '/', like 'worker-7'; got {member_id!r}"
             )
         self.id = member_id
@@ -262,7 +259,7 @@ class GroupMember:
 
     def add_listener(self, listener: MembershipListener) -> None:
         """Call ``listener(MembershipChange)`` when the group changes, on a thread of ours."""
-        _check_callable(listener)
+        require_callable(listener, "a listener")
         with self._lock:
             self._listeners.append(listener)
 

@@ -22,14 +22,18 @@ suffix, under the same protected prefix) written as the path it produces, so
 a protected or sequential node keeps one name for its whole life.
 
 Whose node is it? For an ephemeral node, ``ephemeralOwner`` decides: our
-current session → ours (adopt it, write our data); one of this client's
+live session → ours (adopt it, write our data); one of this client's
 earlier sessions that the server has not expired yet → a stale copy,
 replaced (``create(replace_stale=True)``); any other live session → CONFLICT:
 not taken over. Curator adopts it instead, so two processes silently share
 one node and the first to leave deletes it for both. We log a warning, tell
 the listeners, and keep an exists watch on that node: when it goes, ours is
-created. Persistent, TTL and container nodes have no owner: an existing one
-is adopted and given our data, as in Curator.
+created. A *persistent* node (no owner) where an ephemeral one should be is
+a CONFLICT too, with an error in the log that says so: adopting it would
+make it outlive this process, and deleting it could destroy someone's data
+(the event's ``owner`` is 0). For a persistent, TTL or container
+PersistentNode there is no owner to check: an existing node is adopted and
+given our data, as in Curator.
 
 Znodes: the node itself — ``path``, or ``<parent>/_c_<uuid>-<name>`` when
 protected, plus a ``%010d`` suffix in sequential modes — with CONTAINER
@@ -50,24 +54,21 @@ import threading
 from collections.abc import Callable
 
 from zk_recipes import _paths
-from zk_recipes._client.client import CreateResult, ZkClient
-from zk_recipes._client.kazoo import (
-    CreateMode,
-    WatchEvent,
-    WatchEventType,
-    ZnodeStat,
-    run_in_thread,
-)
-from zk_recipes._client.states import ConnectionState, SerialExecutor, StateChange
+from zk_recipes._client.client import ZkClient
+from zk_recipes._client.creates import CreateResult
+from zk_recipes._client.states import ConnectionState, StateChange
 from zk_recipes._errors import (
     ClientStateError,
     ConnectionLostError,
     NodeExistsError,
     NoNodeError,
     RecipeUsageError,
-    RetriesExhaustedError,
     ZkTimeoutError,
 )
+from zk_recipes._internals.args import require_callable, require_client
+from zk_recipes._internals.reconciler import Reconciler
+from zk_recipes._internals.threads import SerialExecutor
+from zk_recipes._types import CreateMode, WatchEvent, WatchEventType, ZnodeStat
 
 log = logging.getLogger("zk_recipes.nodes")
 
@@ -77,74 +78,6 @@ _RECREATE_MODE = {
     CreateMode.PERSISTENT_SEQUENTIAL: CreateMode.PERSISTENT,
     CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL: CreateMode.PERSISTENT_WITH_TTL,
 }
-_MAX_BACKOFF = 2.0
-#: How long close() waits for a worker that is in the middle of a request.
-_STOP_WAIT = 2.0
-_TRANSIENT = (ConnectionLostError, ZkTimeoutError, RetriesExhaustedError)
-
-
-class _Worker:
-    """Runs ``step()`` on a thread of its own whenever woken, until stopped or the client closes."""
-
-    def __init__(
-        self,
-        client: ZkClient,
-        name: str,
-        step: Callable[[], None],
-        on_exit: Callable[[], None],
-    ) -> None:
-        self._client = client
-        self._name = name
-        self._step = step
-        self._on_exit = on_exit
-        self._wake = threading.Event()
-        self._stopped = False
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._wake.set()
-        self._thread = run_in_thread(self._name, self._run)
-
-    def wake(self) -> None:
-        self._wake.set()
-
-    def stop(self) -> None:
-        self._stopped = True
-        self._wake.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(_STOP_WAIT)
-
-    def _run(self) -> None:
-        failures = 0
-        try:
-            with self._client.wake_on_close(self._wake):
-                while True:
-                    self._wake.wait(min(_MAX_BACKOFF, 0.05 * 2**failures) if failures else None)
-                    if self._stopped or not self._client.is_started:
-                        return
-                    self._wake.clear()
-                    state = self._client.state
-                    if state is None or not state.is_connected:
-                        continue  # the recipe wakes us again on CONNECTED/RECONNECTED
-                    try:
-                        self._step()
-                        failures = 0
-                    except ClientStateError:
-                        return  # the client was closed under us
-                    except Exception as exc:
-                        failures += 1
-                        if failures == 1:
-                            log.warning(
-                                "%s: %s; will retry",
-                                self._name,
-                                exc,
-                                exc_info=not isinstance(exc, _TRANSIENT),
-                            )
-                        else:
-                            log.debug("%s failed again: %s", self._name, exc)
-        finally:
-            self._on_exit()
 
 
 class PersistentNodeState(enum.Enum):
@@ -175,11 +108,6 @@ class PersistentNodeEvent:
 NodeListener = Callable[[PersistentNodeEvent], object]
 
 
-def _check_callable(listener: object) -> None:
-    if not callable(listener):
-        raise TypeError(f"a listener must be callable, got {listener!r}")
-
-
 class PersistentNode:
     """A node that stays: re-created after it is deleted, after expiry, after reconnects.
 
@@ -198,19 +126,11 @@ class PersistentNode:
         protected: bool = False,
         ttl: float | None = None,
     ) -> None:
-        if not isinstance(client, ZkClient):
-            raise TypeError(f"PersistentNode needs a ZkClient, got {client!r}")
-        self.client = client
+        self.client = require_client(client, "PersistentNode")
         self.path = _paths.validate_writable_path(path)
-        if not isinstance(mode, CreateMode):
-            raise TypeError(f"mode must be a CreateMode, got {mode!r}")
-        if mode.is_ttl and (ttl is None or not ttl > 0):
-            raise ValueError(f"{mode.name} needs a positive ttl= in seconds, got {ttl!r}")
-        if not mode.is_ttl and ttl is not None:
-            raise ValueError(f"ttl= only applies to the TTL modes, not {mode.name}")
-        self.mode = mode
+        self.mode = CreateMode.checked(mode)
+        self.ttl = self.mode.check_ttl(ttl)
         self.protected = bool(protected)
-        self.ttl = ttl
         self._data = self._validate(data)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
@@ -224,7 +144,7 @@ class PersistentNode:
         self._written_gen = 0
         self._listeners: list[NodeListener] = []
         self._events = SerialExecutor(f"zk-recipes persistent node {path} listeners")
-        self._worker = _Worker(
+        self._worker = Reconciler(
             client, f"zk-recipes persistent node {path}", self._reconcile, self._worker_ended
         )
 
@@ -240,7 +160,7 @@ class PersistentNode:
             if self._state is not PersistentNodeState.LATENT:
                 raise RecipeUsageError(f"{self!r} is already started; start() it once")
             if not self.client.is_started:
-                self.client._usable()  # says "closed: create a new one" or "not started"
+                self.client.check_usable()  # says "closed: create a new one" or "not started"
                 raise ClientStateError(f"start the ZkClient before {self!r}")
             self._state = PersistentNodeState.PENDING
             self._running = True
@@ -316,7 +236,7 @@ class PersistentNode:
 
     def add_listener(self, listener: NodeListener) -> None:
         """Call ``listener(PersistentNodeEvent)`` on each create and conflict (on our thread)."""
-        _check_callable(listener)
+        require_callable(listener, "a listener")
         with self._lock:
             self._listeners.append(listener)
 
@@ -430,7 +350,9 @@ class PersistentNode:
             raise
 
     def _is_ours(self, stat: ZnodeStat) -> bool:
-        return not self.mode.is_ephemeral or stat.ephemeral_owner == self.client.session_id
+        if not self.mode.is_ephemeral:
+            return True
+        return self.client.session_epoch(stat.ephemeral_owner) is not None
 
     def _record(self, created: CreateResult, generation: int) -> bool:
         """Note a node we just created; False (and delete it) if we were closed meanwhile."""
@@ -472,7 +394,20 @@ class PersistentNode:
             self._conflict_owner = owner
             if new:
                 self._emit(PersistentNodeEvent(PersistentNodeState.CONFLICT, path, owner))
-        if new:
+        if not new:
+            return
+        if owner == 0:
+            # A persistent (or container/TTL) node where ours should be ephemeral:
+            # adopting it would make it outlive this process, deleting it could
+            # destroy someone's data. Neither: say so, and wait for it to go.
+            log.error(
+                "%s already exists as a PERSISTENT node (no owner session): an EPHEMERAL "
+                "PersistentNode neither adopts it (it would outlive this process) nor deletes "
+                "it (it may be someone's data). Delete that node, or choose another path; "
+                "ours is created as soon as it is gone",
+                path,
+            )
+        else:
             log.warning(
                 "%s already exists and belongs to session %#x, not to this client (session "
                 "%#x): not taking it over; ours will be created when that node goes",
@@ -508,7 +443,7 @@ class PersistentNode:
                 # After a lost session the path may be someone else's node now.
                 with contextlib.suppress(ConnectionLostError, ZkTimeoutError):
                     stat = client.exists(path)
-                    if stat is None or stat.ephemeral_owner != client.session_id:
+                    if stat is None or client.session_epoch(stat.ephemeral_owner) is None:
                         return  # gone already, or someone else's now
             client.delete(path, guaranteed=True)
         except ClientStateError:

@@ -1,0 +1,32 @@
+"""What Barrier and DoubleBarrier share: a data check and watch helpers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from zk_recipes._client.client import ZkClient
+from zk_recipes._errors import WrongTypeError
+from zk_recipes._types import WatchEvent, ZnodeStat
+
+
+def check_data(data: object) -> bytes:
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise WrongTypeError(f"data must be bytes, got {type(data).__name__}")
+    return bytes(data)
+
+
+def exists_request(
+    client: ZkClient, path: str, watch: Callable[[WatchEvent], None]
+) -> Callable[[float], ZnodeStat | None]:
+    """A request for ``patient``: ``exists(path)`` with ``watch`` armed."""
+    return lambda limit: client.exists_async(path, watch=watch).result(limit)
+
+
+def waker(event: threading.Event) -> Callable[[WatchEvent], None]:
+    """A watch that sets ``event`` on any event (a change, a deletion, kazoo's NONE)."""
+
+    def wake(_event: WatchEvent) -> None:
+        event.set()
+
+    return wake

@@ -1,0 +1,391 @@
+"""How ZkClient creates nodes: protected names, container parents, stale ephemerals, pipelining.
+
+A collaborator of ZkClient, as the guaranteed deleter is: ZkClient checks the
+arguments and hands over absolute paths; everything here can assume them valid.
+
+- **Parents** are created bottom up as CONTAINER nodes (the server reaps them
+  once empty): usually only the last level is missing (a new key under an
+  existing prefix), which then costs one create instead of Curator's
+  exists-then-create per level from the root. A parent reaped between our
+  mkdir and our create is made again (a few times). Servers older than 3.5
+  get PERSISTENT parents, with a warning, once.
+- **Protected create** (Curator's ProtectedMode): the node's name starts with
+  ``_c_<uuid>-``. After a lost reply, the next attempt lists the parent and
+  looks for that prefix: a match owned by our live session (or any match, for
+  a persistent node) *is* our node, and nothing is created twice. A match
+  owned by a session that is gone (the reply was lost because the session
+  expired, CURATOR-498) is deleted, and the next create uses a **fresh** id:
+  reusing the prefix would make the following lookup find the dead node
+  again, still there until its delete runs, and create a second one of ours
+  (an orphan on our live session). A protected create that gives up leaves a
+  background task that deletes whatever its prefixes may still have made.
+- **create_and_list** pipelines the create with the parent's children read:
+  one round trip for the first step of every queue recipe. Once a node of
+  ours exists it never raises: if the list cannot be read it returns None for
+  it, and the caller re-reads the queue under its own deadline. Raising then
+  would leave a contender of our live session in the queue with nobody to
+  delete it, blocking everyone (and us) until the process exits.
+- **replace_stale**: a fixed-name EPHEMERAL node held by one of this client's
+  earlier sessions (not yet expired on the server) is deleted and ours made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
+from collections.abc import Callable
+from typing import NamedTuple, Protocol, TypeVar
+
+from zk_recipes import _paths
+from zk_recipes._client.deletes import GuaranteedDeleter
+from zk_recipes._client.kazoo import KazooConnection
+from zk_recipes._errors import (
+    ConnectionLostError,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+    SessionLost,
+    UnsupportedFeatureError,
+    ZkTimeoutError,
+)
+from zk_recipes._internals.threads import run_in_thread
+from zk_recipes._types import Acl, CreateMode, ZnodeStat
+
+log = logging.getLogger("zk_recipes.client")
+
+T = TypeVar("T")
+
+#: How many times a create re-makes missing parents before giving up (container
+#: parents can be reaped by the server between our mkdir and our create).
+PARENT_ATTEMPTS = 5
+
+#: A reply that did not come: the request may or may not have been applied.
+_UNANSWERED = (ConnectionLostError, ZkTimeoutError, SessionLost)
+
+
+class CreateResult(NamedTuple):
+    """What a create returns: the node's path (relative to the namespace) and its stat."""
+
+    path: str
+    stat: ZnodeStat
+
+
+class _Host(Protocol):
+    """What the creator needs from its client."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def session_id(self) -> int: ...
+    @property
+    def _op_timeout(self) -> float: ...
+    def _usable(self) -> KazooConnection: ...
+    def _abs(self, path: str) -> str: ...
+    def _rel(self, path: str) -> str: ...
+    def _exists_abs(self, path: str) -> ZnodeStat | None: ...
+    def _delete_abs(self, path: str, version: int) -> None: ...
+    def _wait_usable(self, timeout: float) -> bool: ...
+    def session_epoch(self, session_id: int) -> int | None: ...
+    def earlier_sessions(self) -> set[int]: ...
+    def retry(self, fn: Callable[[], T], *, timeout: float | None = None) -> T: ...
+
+
+class Creator:
+    """The create protocol of one client (absolute paths in, relative results out)."""
+
+    def __init__(self, client: _Host, deleter: GuaranteedDeleter, session_timeout: float) -> None:
+        self._client = client
+        self._deleter = deleter
+        self._session_timeout = session_timeout
+        self._container_fallback = False
+
+    # -- create ----------------------------------------------------------
+    def create(
+        self,
+        full: str,
+        data: bytes,
+        mode: CreateMode,
+        acl: tuple[Acl, ...] | None,
+        ttl: float | None,
+        *,
+        parents: bool,
+        protected: bool,
+        replace_stale: bool,
+        retry: bool,
+    ) -> CreateResult:
+        client = self._client
+        if protected:
+            return self.create_protected(full, data, mode, acl, ttl, parents)
+        attempts = 0
+
+        def attempt() -> CreateResult:
+            nonlocal attempts
+            attempts += 1
+            try:
+                return self._create_abs(full, data, mode, acl, ttl, parents)
+            except NodeExistsError:
+                if not mode.is_ephemeral or mode.is_sequential:
+                    raise
+                stat = client._exists_abs(full)
+                if stat is None:
+                    raise
+                owner = stat.ephemeral_owner
+                if attempts > 1 and client.session_epoch(owner) is not None:
+                    return CreateResult(client._rel(full), stat)  # ours: the reply was lost
+                if replace_stale and owner in client.earlier_sessions():
+                    log.info("replacing %s left by our earlier session %#x", full, owner)
+                    with contextlib.suppress(NoNodeError):
+                        client._delete_abs(full, stat.version)
+                    return self._create_abs(full, data, mode, acl, ttl, parents)
+                raise
+
+        return client.retry(attempt) if retry else attempt()
+
+    def _create_abs(
+        self,
+        full: str,
+        data: bytes,
+        mode: CreateMode,
+        acl: tuple[Acl, ...] | None,
+        ttl: float | None,
+        parents: bool,
+    ) -> CreateResult:
+        client = self._client
+        for _ in range(PARENT_ATTEMPTS):
+            try:
+                created, stat = self.send(full, data, mode, acl, ttl)
+                return CreateResult(client._rel(created), stat)
+            except NoNodeError:
+                parent = _paths.parent_of(full)
+                if parent == "/" or not (parents or self._is_namespace_root(parent)):
+                    raise NoNodeError(
+                        f"cannot create {client._rel(full)}: its parent {client._rel(parent)} "
+                        "does not exist (pass parents=True to create it)",
+                        client._rel(full),
+                    ) from None
+                # A container on the way may be reaped between our mkdir and our
+                # create; the next round of the loop starts over.
+                with contextlib.suppress(NoNodeError):
+                    self.ensure(parent)
+        raise NoNodeError(f"parents of {client._rel(full)} keep vanishing", client._rel(full))
+
+    def _is_namespace_root(self, full_parent: str) -> bool:
+        namespace = self._client.namespace
+        return bool(namespace) and full_parent == namespace
+
+    def send(
+        self,
+        full: str,
+        data: bytes,
+        mode: CreateMode,
+        acl: tuple[Acl, ...] | None,
+        ttl: float | None,
+    ) -> tuple[str, ZnodeStat]:
+        """One create request, with the CONTAINER fallback for servers older than 3.5."""
+        conn = self._client._usable()
+        timeout = self._client._op_timeout
+        if mode is CreateMode.CONTAINER and self._container_fallback:
+            mode = CreateMode.PERSISTENT
+        try:
+            return conn.create_async(full, data, mode, acl, ttl).result(timeout)
+        except UnsupportedFeatureError:
+            if mode is not CreateMode.CONTAINER:
+                raise UnsupportedFeatureError(
+                    f"the ZooKeeper server does not support {mode.name} nodes (needs 3.5.3+, "
+                    "and TTL nodes need zookeeper.extendedTypesEnabled=true on the server)"
+                ) from None
+            self._container_fallback = True
+            message = (
+                "the ZooKeeper server does not support CONTAINER nodes (older than 3.5): "
+                "falling back to PERSISTENT parents, which the server will not reap"
+            )
+            log.warning(message)
+            warnings.warn(message, RuntimeWarning, stacklevel=5)
+            return conn.create_async(full, data, CreateMode.PERSISTENT, acl, ttl).result(timeout)
+
+    # -- parents ---------------------------------------------------------
+    def ensure(self, full: str) -> None:
+        """Make ``full`` and its missing ancestors exist, as CONTAINER nodes (one attempt)."""
+        missing: list[str] = []
+        path = full
+        while path != "/":
+            try:
+                self.send(path, b"", CreateMode.CONTAINER, None, None)
+                break
+            except NodeExistsError:
+                break
+            except NoNodeError:
+                missing.append(path)
+                path = _paths.parent_of(path)
+            except NoAuthError:
+                # No CREATE right here: fine if the node exists already.
+                if self._client._exists_abs(path) is None:
+                    raise
+                break
+        for ancestor in reversed(missing):  # top down from the first one missing
+            with contextlib.suppress(NodeExistsError):
+                self.send(ancestor, b"", CreateMode.CONTAINER, None, None)
+
+    # -- protected create ------------------------------------------------
+    def create_protected(
+        self,
+        full: str,
+        data: bytes,
+        mode: CreateMode,
+        acl: tuple[Acl, ...] | None,
+        ttl: float | None,
+        parents: bool,
+        *,
+        protected_id: str = "",
+    ) -> CreateResult:
+        """Create ``<parent>/_c_<uuid>-<name>``, finding our node again after a lost reply.
+
+        ``protected_id``: the prefix of a first attempt the caller already sent.
+        """
+        client = self._client
+        parent = _paths.parent_of(full)
+        name = _paths.name_of(full)
+        prefixes = [protected_id or _paths.protected_prefix(_paths.new_protected_id())]
+        tried = bool(protected_id)
+
+        def attempt() -> CreateResult:
+            nonlocal tried
+            if tried:
+                found = self._ours(parent, prefixes, mode)
+                if found is not None:
+                    return found
+            tried = True
+            node = _paths.join(parent, prefixes[-1] + name)
+            return self._create_abs(node, data, mode, acl, ttl, parents)
+
+        try:
+            return client.retry(attempt)
+        except (Exception, KeyboardInterrupt) as exc:
+            # NoNode/NodeExists are the server's definite "not created"; after
+            # anything else (lost connection, timeout, interrupt) a node of ours
+            # may exist, so look for it in the background.
+            if tried and not isinstance(exc, (NoNodeError, NodeExistsError)):
+                run_in_thread(
+                    "zk-recipes protected cleanup",
+                    lambda: self._delete_protected(parent, list(prefixes)),
+                )
+            raise
+
+    def _ours(self, parent: str, prefixes: list[str], mode: CreateMode) -> CreateResult | None:
+        """Our node among the parent's children, if an earlier attempt made one.
+
+        Dead sessions' matches are deleted, and a fresh prefix is appended to
+        ``prefixes`` for the next create (see the module note).
+        """
+        client = self._client
+        stale = False
+        for found in self._find(parent, prefixes):
+            stat = client._exists_abs(found)
+            if stat is None:
+                continue
+            if not mode.is_ephemeral or client.session_epoch(stat.ephemeral_owner) is not None:
+                return CreateResult(client._rel(found), stat)
+            # Made by a session that is gone or going (CURATOR-498): not ours to use.
+            self._deleter.add(found, -1, stat.ephemeral_owner)
+            stale = True
+        if stale:
+            prefixes.append(_paths.protected_prefix(_paths.new_protected_id()))
+        return None
+
+    def _find(self, parent: str, prefixes: list[str]) -> list[str]:
+        client = self._client
+        try:
+            children = client._usable().get_children_async(parent).result(client._op_timeout)
+        except NoNodeError:
+            return []
+        return [
+            _paths.join(parent, child)
+            for child in children
+            if any(child.startswith(prefix) for prefix in prefixes)
+        ]
+
+    def _delete_protected(self, parent: str, prefixes: list[str]) -> None:
+        """Background: delete what a failed protected create may have left."""
+        client = self._client
+        if not client._wait_usable(self._session_timeout):
+            return
+        try:
+            found = self._find(parent, prefixes)
+        except Exception:
+            log.debug("protected cleanup under %s could not list", parent, exc_info=True)
+            return
+        for path in found:
+            self._deleter.add(path, -1, 0)
+
+    # -- create + list ---------------------------------------------------
+    def create_and_list(
+        self,
+        full: str,
+        data: bytes,
+        mode: CreateMode,
+        acl: tuple[Acl, ...] | None,
+        *,
+        protected: bool,
+        parents: bool,
+    ) -> tuple[CreateResult, list[str] | None]:
+        """Create and read the parent's children in one round trip (see the module note)."""
+        client = self._client
+        parent = _paths.parent_of(full)
+        name = _paths.name_of(full)
+        for attempt in range(PARENT_ATTEMPTS, 0, -1):
+            conn = client._usable()
+            timeout = client._op_timeout
+            prefix = _paths.protected_prefix(_paths.new_protected_id()) if protected else ""
+            node = _paths.join(parent, prefix + name)
+            created_pending = conn.create_async(node, data, mode, acl)
+            listed_pending = conn.get_children_async(parent)
+            try:
+                created, stat = created_pending.result(timeout)
+            except NoNodeError:
+                # The parent is missing: the server's definite "not created", so there
+                # is no node of ours to look for. Make the parents, then pipeline again.
+                if attempt <= 1 or (not parents and not self._is_namespace_root(parent)):
+                    raise NoNodeError(
+                        f"cannot create {client._rel(node)}: its parent {client._rel(parent)} "
+                        "does not exist"
+                        + (" (pass parents=True to create it)" if attempt > 1 else ""),
+                        client._rel(node),
+                    ) from None
+                with contextlib.suppress(NoNodeError, *_UNANSWERED):
+                    listed_pending.result(timeout)
+                client.retry(lambda: self.ensure(parent))
+                continue
+            except _UNANSWERED:
+                # The reply was lost: the general (slower) path finds a node of ours
+                # if the server made one, and retries.
+                if protected:
+                    result = self.create_protected(
+                        full, data, mode, acl, None, parents, protected_id=prefix
+                    )
+                else:
+                    result = self.create(
+                        full,
+                        data,
+                        mode,
+                        acl,
+                        None,
+                        parents=parents,
+                        protected=False,
+                        replace_stale=False,
+                        retry=True,
+                    )
+                return result, self._children_or_none(parent)
+            try:
+                children: list[str] | None = listed_pending.result(timeout)
+            except (NoNodeError, *_UNANSWERED):
+                children = None
+            return CreateResult(client._rel(created), stat), children
+        raise NoNodeError(f"parents of {client._rel(full)} keep vanishing", client._rel(full))
+
+    def _children_or_none(self, parent: str) -> list[str] | None:
+        client = self._client
+        try:
+            return client._usable().get_children_async(parent).result(client._op_timeout)
+        except (NoNodeError, *_UNANSWERED):
+            return None

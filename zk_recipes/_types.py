@@ -1,0 +1,260 @@
+"""Value types of the public API, with no kazoo in them.
+
+Recipes and users speak in these; only the kazoo adapter
+(``_client/kazoo.py``) converts them to and from kazoo's objects, so a recipe
+never needs to import the adapter to create a node, read a stat or handle a
+watch event.
+
+- ``CreateMode``: the wire flags of a create, and the one check of its ``ttl``.
+- ``ZnodeStat``: a node's metadata; ``czxid`` is the fencing token recipes hand out.
+- ``WatchEvent`` / ``WatchEventType``: what a one-shot watch delivers (``NONE``
+  when kazoo dropped the watch on a disconnect: re-read and re-arm).
+- ``Acl`` / ``Perms`` and the usual ACL lists.
+- ``Owner``: the small JSON zk-recipes writes into lock, lease and semaphore
+  nodes so that people (and ``contenders()``) can see who holds what.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime
+import enum
+import hashlib
+import json
+import math
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from zk_recipes._errors import ConfigurationError, WrongTypeError
+
+
+class CreateMode(enum.Enum):
+    """ZooKeeper create modes (the wire flag is the value)."""
+
+    PERSISTENT = 0
+    EPHEMERAL = 1
+    PERSISTENT_SEQUENTIAL = 2
+    EPHEMERAL_SEQUENTIAL = 3
+    CONTAINER = 4
+    PERSISTENT_WITH_TTL = 5
+    PERSISTENT_SEQUENTIAL_WITH_TTL = 6
+
+    @property
+    def is_ephemeral(self) -> bool:
+        return self in (CreateMode.EPHEMERAL, CreateMode.EPHEMERAL_SEQUENTIAL)
+
+    @property
+    def is_sequential(self) -> bool:
+        return self in (
+            CreateMode.PERSISTENT_SEQUENTIAL,
+            CreateMode.EPHEMERAL_SEQUENTIAL,
+            CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL,
+        )
+
+    @property
+    def is_ttl(self) -> bool:
+        return self in (CreateMode.PERSISTENT_WITH_TTL, CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL)
+
+    @classmethod
+    def checked(cls, mode: object) -> CreateMode:
+        """``mode`` if it is a CreateMode, else WrongTypeError."""
+        if not isinstance(mode, CreateMode):
+            raise WrongTypeError(f"mode must be a CreateMode, got {mode!r}")
+        return mode
+
+    def check_ttl(self, ttl: object) -> float | None:
+        """The ``ttl=`` a create in this mode needs: seconds for the TTL modes, None otherwise."""
+        if not self.is_ttl:
+            if ttl is not None:
+                raise ConfigurationError(f"ttl= only applies to the TTL modes, not {self.name}")
+            return None
+        if (
+            isinstance(ttl, bool)
+            or not isinstance(ttl, (int, float))
+            or not math.isfinite(ttl)
+            or ttl <= 0
+        ):
+            raise ConfigurationError(f"{self.name} needs a positive ttl= in seconds, got {ttl!r}")
+        return float(ttl)
+
+
+class ZnodeStat(NamedTuple):
+    """A node's metadata. ``czxid`` is the fencing token recipes hand out."""
+
+    czxid: int
+    mzxid: int
+    ctime: int
+    mtime: int
+    version: int
+    cversion: int
+    aversion: int
+    ephemeral_owner: int
+    data_length: int
+    num_children: int
+    pzxid: int
+
+
+class WatchEventType(enum.Enum):
+    CREATED = "CREATED"
+    DELETED = "DELETED"
+    CHANGED = "CHANGED"
+    CHILD = "CHILD"
+    #: kazoo fires this once for every pending watch when the connection drops;
+    #: the watch is gone and must be re-armed ("re-list and re-arm").
+    NONE = "NONE"
+
+
+@dataclasses.dataclass(frozen=True)
+class WatchEvent:
+    type: WatchEventType
+    path: str | None
+
+
+WatchCallback = Callable[[WatchEvent], object]
+
+
+# -- ACLs ----------------------------------------------------------------------------------
+
+
+class Perms(enum.IntFlag):
+    """ZooKeeper permission bits."""
+
+    READ = 1
+    WRITE = 2
+    CREATE = 4
+    DELETE = 8
+    ADMIN = 16
+    ALL = 31
+
+
+class Acl(NamedTuple):
+    """One ACL entry: ``Acl(Perms.ALL, "world", "anyone")``.
+
+    Recipes create nodes with the client's ``default_acl`` unless told
+    otherwise; creator-only ACLs (``CREATOR_ALL_ACL``) need an authenticated
+    client (digest or SASL).
+    """
+
+    perms: Perms
+    scheme: str
+    id: str
+
+
+OPEN_ACL_UNSAFE: tuple[Acl, ...] = (Acl(Perms.ALL, "world", "anyone"),)
+CREATOR_ALL_ACL: tuple[Acl, ...] = (Acl(Perms.ALL, "auth", ""),)
+READ_ACL_UNSAFE: tuple[Acl, ...] = (Acl(Perms.READ, "world", "anyone"),)
+
+
+def digest_acl(username: str, password: str, perms: Perms = Perms.ALL) -> Acl:
+    """An ACL entry for the digest user ``username`` (as ``addauth digest user:pass``)."""
+    digest = base64.b64encode(hashlib.sha1(f"{username}:{password}".encode()).digest()).decode()
+    return Acl(perms, "digest", f"{username}:{digest}")
+
+
+# -- owner metadata ------------------------------------------------------------------------
+
+_HOST = socket.gethostname()
+
+
+@dataclasses.dataclass(frozen=True)
+class Owner:
+    """Who queued a node: the JSON zk-recipes writes into lock, lease and semaphore nodes.
+
+    Every field is optional: a node written by another client (Curator, a
+    script) carries no such JSON and reads back as an empty ``Owner``.
+    Curator ignores node data on these paths, so the JSON costs nothing in
+    interop.
+    """
+
+    #: Host name of the process (``socket.gethostname()``).
+    host: str | None = None
+    #: Its process id.
+    pid: int | None = None
+    #: Name of the thread that queued the node.
+    thread: str | None = None
+    #: ``time.time()`` when the node was queued.
+    since: float | None = None
+    #: The recipe's ``identifier=`` (Celery: the task id), if one was given.
+    id: str | None = None
+
+    @classmethod
+    def here(cls, identifier: str | None = None) -> Owner:
+        """This process and thread, now."""
+        return cls(
+            host=_HOST,
+            pid=os.getpid(),
+            thread=threading.current_thread().name,
+            since=round(time.time(), 3),
+            id=identifier,
+        )
+
+    def to_bytes(self) -> bytes:
+        """Compact JSON, fields that are None left out."""
+        fields = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return json.dumps(fields, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Owner:
+        """The owner in a node's data; an empty Owner for data that is not ours."""
+        try:
+            parsed: Any = json.loads(data) if data[:1] == b"{" else None
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            return cls()
+
+        def pick(name: str, kind: type) -> Any:
+            value = parsed.get(name)
+            if kind is float and isinstance(value, int) and not isinstance(value, bool):
+                return float(value)
+            return value if isinstance(value, kind) and not isinstance(value, bool) else None
+
+        return cls(
+            host=pick("host", str),
+            pid=pick("pid", int),
+            thread=pick("thread", str),
+            since=pick("since", float),
+            id=pick("id", str),
+        )
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in dataclasses.astuple(self))
+
+    def __str__(self) -> str:
+        if not self:
+            return "another process (no zk-recipes owner data)"
+        parts = []
+        if self.id is not None:
+            parts.append(f"id {self.id}")
+        where = " ".join(
+            p for p in (self.host or "", f"pid {self.pid}" if self.pid is not None else "") if p
+        )
+        if where:
+            parts.append(where)
+        if self.thread is not None:
+            parts.append(f"thread {self.thread!r}")
+        if self.since is not None:
+            stamp = datetime.datetime.fromtimestamp(self.since).isoformat(timespec="seconds")
+            parts.append(f"since {stamp}")
+        return ", ".join(parts)
+
+
+__all__ = [
+    "CREATOR_ALL_ACL",
+    "OPEN_ACL_UNSAFE",
+    "READ_ACL_UNSAFE",
+    "Acl",
+    "CreateMode",
+    "Owner",
+    "Perms",
+    "WatchCallback",
+    "WatchEvent",
+    "WatchEventType",
+    "ZnodeStat",
+    "digest_acl",
+]
