@@ -177,7 +177,8 @@ def _holder(lock: Lock) -> dict[str, Any] | None:
     try:
         for contender in lock.contenders():
             if contender.is_holder:
-                return contender.owner
+                owner = dataclasses.asdict(contender.owner)
+                return {k: v for k, v in owner.items() if v is not None}
     except ZkRecipesError:
         log.debug("reading the holder of %s failed", lock.path, exc_info=True)
     return None

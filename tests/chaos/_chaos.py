@@ -210,7 +210,7 @@ class ChaosRun:
         """The holder's node and worker slot (None, None when free or unreadable)."""
         with contextlib.suppress(ZkRecipesError):
             for contender in Lock(admin, path).contenders()[:1]:
-                return contender.path, self._slot_of(contender.owner.get("id"))
+                return contender.path, self._slot_of(contender.owner.id)
         return None, None
 
     def _fresh_holder(self, admin: ZkClient, path: str, timeout: float) -> _Slot | None:

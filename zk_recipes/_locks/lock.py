@@ -311,7 +311,7 @@ class _Mutex(LockVerbs):
         return hold.entry.path if hold is not None else None
 
     def on_lost(self, callback: Any) -> None:
-        """Call ``callback(lock)`` when a held lock is lost (in order, on a thread of the lock's)."""
+        """Call ``callback(lock)`` when a held lock is lost (in order, on a thread of its own)."""
         self._loss.add(callback)
 
     def contenders(self) -> list[Contender]:
