@@ -218,10 +218,10 @@ class ZkClient:
             # kazoo cannot stop a start it has not begun yet (the session would be
             # made afterwards and live on): let the start end, then stop it.
             starting.wait(self.settings.connection_timeout)
-        conn = self._conn
-        if conn is not None and conn.connected and self._deleter.pending():
+        if self._conn is not None and self._deleter.pending():
             # Queued guaranteed deletes (persistent nodes among them) get their
-            # chance while the session is still ours.
+            # chance while the session is still ours: the deleter sends them as
+            # soon as the connection is up, within a second at most.
             self._deleter.wait_empty(min(1.0, self.settings.connection_timeout))
         self._deleter.stop()
         # Every hold ends here (epoch, CLOSED), before the server can hand it on.

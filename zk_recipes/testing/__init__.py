@@ -17,7 +17,11 @@ extra (mirakuru). The pytest fixtures live in ``zk_recipes.testing.pytest_plugin
 from __future__ import annotations
 
 from zk_recipes.testing._cluster import ClusterMember, ZooKeeperCluster
-from zk_recipes.testing._faults import expire_session, expire_session_locally
+from zk_recipes.testing._faults import (
+    break_connection_thread,
+    expire_session,
+    expire_session_locally,
+)
 from zk_recipes.testing._install import (
     HarnessError,
     Installation,
@@ -44,6 +48,7 @@ __all__ = [
     "ZooKeeperCluster",
     "ZooKeeperNotFoundError",
     "ZooKeeperServer",
+    "break_connection_thread",
     "clear_installation_cache",
     "expire_session",
     "expire_session_locally",

@@ -122,4 +122,31 @@ def expire_session_locally(client: object, *, timeout: float = 10.0, wait: bool 
     return session[0]
 
 
-__all__ = ["expire_session", "expire_session_locally"]
+def break_connection_thread(client: object, error: BaseException | None = None) -> None:
+    """Make the client's kazoo connection thread die at its next connect attempt (once).
+
+    kazoo's connection thread ends for good on AUTH_FAILED and on any exception
+    it does not expect inside a connect (a SASL library error, say). Call this,
+    then break the connection (e.g. ``TcpProxy.cut()``): the reconnect raises
+    ``error`` (a RuntimeError by default) inside kazoo and its thread ends, as
+    it would in the field. The fault fires once. kazoo reports the exception
+    through ``threading.excepthook``; pytest turns that into a
+    PytestUnhandledThreadExceptionWarning, which such a test filters.
+    """
+    connection = _kazoo_of(client)._connection
+    real_connect = connection._connect
+
+    def dying_connect(*args: Any, **kwargs: Any) -> Any:
+        connection._connect = real_connect
+        raise (
+            error
+            if error is not None
+            else RuntimeError(
+                "injected by break_connection_thread(): kazoo's connection thread ends here"
+            )
+        )
+
+    connection._connect = dying_connect
+
+
+__all__ = ["break_connection_thread", "expire_session", "expire_session_locally"]
