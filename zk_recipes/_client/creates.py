@@ -39,7 +39,7 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from zk_recipes import _paths
 from zk_recipes._client.deletes import GuaranteedDeleter
-from zk_recipes._client.kazoo import KazooConnection
+from zk_recipes._client.kazoo import KazooConnection, Pending
 from zk_recipes._errors import (
     ConnectionLostError,
     NoAuthError,
@@ -47,6 +47,7 @@ from zk_recipes._errors import (
     NoNodeError,
     SessionLost,
     UnsupportedFeatureError,
+    ZkRecipesError,
     ZkTimeoutError,
 )
 from zk_recipes._internals.threads import run_in_thread
@@ -376,16 +377,32 @@ class Creator:
                         retry=True,
                     )
                 return result, self._children_or_none(parent)
-            try:
-                children: list[str] | None = listed_pending.result(timeout)
-            except (NoNodeError, *_UNANSWERED):
-                children = None
-            return CreateResult(client._rel(created), stat), children
+            return CreateResult(client._rel(created), stat), self._read_or_forget(
+                listed_pending, created, stat
+            )
         raise NoNodeError(f"parents of {client._rel(full)} keep vanishing", client._rel(full))
+
+    def _read_or_forget(
+        self, listed: Pending[list[str]], created: str, stat: ZnodeStat
+    ) -> list[str] | None:
+        """The pipelined list, or None; never an exception with our node left behind.
+
+        Any answer but the list (a lost connection, a NoAuth on a parent we may
+        create in but not read...) gives None: the caller owns the node and
+        reads the queue again, or deletes the node. Anything else (an
+        interrupt) deletes the node before it goes on.
+        """
+        try:
+            return listed.result(self._client._op_timeout)
+        except ZkRecipesError:
+            return None
+        except BaseException:
+            self._deleter.add(created, -1, stat.ephemeral_owner)
+            raise
 
     def _children_or_none(self, parent: str) -> list[str] | None:
         client = self._client
         try:
             return client._usable().get_children_async(parent).result(client._op_timeout)
-        except (NoNodeError, *_UNANSWERED):
+        except ZkRecipesError:
             return None
