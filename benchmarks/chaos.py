@@ -4,7 +4,7 @@
                                [--keep DIR]
 
 Starts its own 3-node ensemble (harness), runs the chaos run of
-``tests/chaos/_chaos.py`` for ``--duration`` seconds of load, and prints the
+``tests/chaos/chaosrun`` for ``--duration`` seconds of load, and prints the
 checker's JSON on stdout (progress on stderr). Exit status 1 when a figure
 that must be zero is not. See docs/chaos.md for how to read the figures.
 """
@@ -20,10 +20,10 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# The chaos run's modules live beside the short test; spawned workers inherit sys.path.
+# The chaos run (package chaosrun) lives beside the short test; spawned workers inherit sys.path.
 sys.path.insert(0, str(ROOT / "tests" / "chaos"))
 
-from _chaos import ChaosConfig, render, run_chaos  # noqa: E402
+from chaosrun.run import ChaosConfig, render, run_chaos  # noqa: E402
 
 from zk_recipes import ZkClient  # noqa: E402
 from zk_recipes.testing import ZooKeeperCluster  # noqa: E402

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _chaos import FAULT_KINDS, ChaosConfig, render, run_chaos
+from chaosrun.run import FAULT_KINDS, ChaosConfig, render, run_chaos
 
 from zk_recipes.testing import ZooKeeperCluster
 

@@ -3,17 +3,17 @@
 Shared by ``tests/chaos/test_chaos_short.py`` and ``benchmarks/chaos.py``; see
 ``docs/chaos.md``. The parent process:
 
-1. creates the history file (``_chaos_store``) and gives every worker slot its
+1. creates the history file (``chaosrun.store``) and gives every worker slot its
    own chain of ``TcpProxy`` objects, one per ensemble member, so that one
    worker can be partitioned alone;
-2. spawns the workers (``_chaos_worker``) and waits until each has connected;
+2. spawns the workers (``chaosrun.worker``) and waits until each has connected;
 3. applies faults one at a time on a schedule drawn from ``random.Random(seed)``:
    every kind once first (in a seeded order), then random kinds until the
    load has run for ``duration`` seconds. Worker faults mostly target a
    current holder (read from its node's owner data), above all of the slow
    first path, or the latch's leader, so that they hit critical sections;
 4. stops the workers, waits for their nodes to go, lists what is left
-   (orphans), and hands the history to the checker (``_chaos_check``).
+   (orphans), and hands the history to the checker (``chaosrun.check``).
 
 Fault kinds: ``kill_worker`` (SIGKILL, then a replacement in the same slot),
 ``pause_worker`` (SIGSTOP for longer than the session timeout, then SIGCONT),
@@ -39,12 +39,12 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from _chaos_check import check
-from _chaos_store import connect, create, record_fault
-from _chaos_worker import WorkerSpec, run_worker
-
 from zk_recipes import LeaderLatch, Lock, NoNodeError, ZkClient, ZkRecipesError
 from zk_recipes.testing import HarnessError, TcpProxy, ZooKeeperCluster, proxied_connect_string
+
+from .check import check
+from .store import connect, create, record_fault
+from .worker import WorkerSpec, run_worker
 
 FAULT_KINDS = ("kill_worker", "pause_worker", "partition_worker", "restart_server", "kill_leader")
 
