@@ -3,24 +3,18 @@
 Shared by ``tests/chaos/test_chaos_short.py`` and ``benchmarks/chaos.py``; see
 ``docs/chaos.md``. The parent process:
 
-1. creates the history file (``chaosrun.store``) and gives every worker slot its
-   own chain of ``TcpProxy`` objects, one per ensemble member, so that one
-   worker can be partitioned alone;
-2. spawns the workers (``chaosrun.worker``) and waits until each has connected;
-3. applies faults one at a time on a schedule drawn from ``random.Random(seed)``:
-   every kind once first (in a seeded order), then random kinds until the
-   load has run for ``duration`` seconds. Worker faults mostly target a
-   current holder (read from its node's owner data), above all of the slow
-   first path, or the latch's leader, so that they hit critical sections;
+1. creates the history file (``store``), the churn nodes, and gives every
+   worker slot its own chain of ``TcpProxy`` objects, one per ensemble member,
+   so that one worker can be partitioned alone, in either direction;
+2. spawns the workers (``worker``), waits until each has connected, and starts
+   rewriting the churn nodes (``churn``) so watch notifications never stop;
+3. applies the seeded fault schedule (``faults``): every kind once or more,
+   overlaps included, then random kinds until the load has run for
+   ``duration`` seconds;
 4. stops the workers, waits for their nodes to go, lists what is left
-   (orphans), and hands the history to the checker (``chaosrun.check``).
+   (orphans), and hands the history to the checker (``check``).
 
-Fault kinds: ``kill_worker`` (SIGKILL, then a replacement in the same slot),
-``pause_worker`` (SIGSTOP for longer than the session timeout, then SIGCONT),
-``partition_worker`` (its proxies black-holed for longer than the session
-timeout, then healed), ``restart_server`` (graceful stop and start of one
-member), ``kill_leader`` (SIGKILL of the ensemble's leader, restarted after a
-moment; we wait for a quorum).
+The kinds are listed in ``config``.
 """
 
 from __future__ import annotations
@@ -32,61 +26,20 @@ import multiprocessing
 import os
 import random
 import signal
-import sqlite3
 import time
 from collections.abc import Callable
-from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from zk_recipes import LeaderLatch, Lock, NoNodeError, ZkClient, ZkRecipesError
+from zk_recipes import NoNodeError, ZkClient, ZkRecipesError
 from zk_recipes.testing import HarnessError, TcpProxy, ZooKeeperCluster, proxied_connect_string
 
 from .check import check
-from .store import connect, create, record_fault
+from .churn import ChurnWriter, create_churn_nodes
+from .config import ChaosConfig
+from .faults import Faults, Slot
+from .store import connect, create
 from .worker import WorkerSpec, run_worker
-
-FAULT_KINDS = ("kill_worker", "pause_worker", "partition_worker", "restart_server", "kill_leader")
-
-
-@dataclasses.dataclass(frozen=True)
-class ChaosConfig:
-    #: Seconds of load (the schedule still applies every fault kind once, even if longer).
-    duration: float = 25.0
-    workers: int = 8
-    seed: int = 0
-    lock_paths: tuple[str, ...] = ("/locks/a", "/locks/b", "/locks/c")
-    latch_path: str = "/leader"
-    session_timeout: float = 2.5
-    #: Upper bound of the random "work" inside a critical section, before the write ...
-    hold_max: float = 0.005
-    #: ... except on the first lock path, the slow one, where holders stay long enough
-    #: for faults to find them (uniform in this range, seconds).
-    slow_hold: tuple[float, float] = (0.5, 3.0)
-    #: Each worker takes the slow path once every so many seconds (uniform), so that its
-    #: queue stays short (8 workers: held a little over half of the time).
-    slow_every: tuple[float, float] = (16.0, 32.0)
-    acquire_timeout: float = 5.0
-    #: Pause between two faults, seconds (uniform).
-    fault_gap: tuple[float, float] = (0.5, 2.0)
-    kinds: tuple[str, ...] = FAULT_KINDS
-    #: Load that runs on after the last fault, so its aftermath is in the history.
-    settle: float = 3.0
-    quorum_timeout: float = 90.0
-
-    @property
-    def outage(self) -> float:
-        """How long a pause or a partition lasts at least: well past the session timeout."""
-        return self.session_timeout * 1.6
-
-
-@dataclasses.dataclass
-class _Slot:
-    index: int
-    proxies: list[TcpProxy]
-    generation: int = 0
-    worker: str = ""
-    process: BaseProcess | None = None
 
 
 class ChaosRun:
@@ -109,7 +62,7 @@ class ChaosRun:
         self._rng = random.Random(config.seed)
         self._context = multiprocessing.get_context("spawn")
         self._stop_path = run_dir / "stop"
-        self._slots: list[_Slot] = []
+        self._slots: list[Slot] = []
         self._spawned = 0
 
     # -- the run -------------------------------------------------------------------------
@@ -119,35 +72,38 @@ class ChaosRun:
         create(self.db_path, config.lock_paths)
         began = time.monotonic()
         with contextlib.ExitStack() as stack:
-            faults = connect(self.db_path)
-            stack.callback(faults.close)
-            admin = ZkClient(
-                self.cluster.connect_string,
-                namespace=self.namespace,
-                session_timeout=10.0,
-                connection_timeout=30.0,
-            )
-            admin.start()
-            stack.callback(admin.close)
+            history = connect(self.db_path)
+            stack.callback(history.close)
+            admin = self._client(stack)
+            churner = self._client(stack)  # its own session: a stalled write delays no fault
+            create_churn_nodes(admin, config.churn_paths)
             stack.callback(self._restore_cluster)
             for index in range(config.workers):
                 proxies = [
                     stack.enter_context(TcpProxy(m.host, m.port)) for m in self.cluster.servers
                 ]
-                self._slots.append(_Slot(index, proxies))
+                self._slots.append(Slot(index, proxies))
             stack.callback(self._stop_workers)
             for slot in self._slots:
                 self._spawn(slot)
             self._wait_started(120.0)
+            churn = ChurnWriter(churner, config.churn_paths, config.churn_interval).start()
+            stack.callback(churn.stop)
+            faults = Faults(
+                self.cluster, config, self._rng, self._slots, self._spawn, history, admin, self.log
+            )
             load_began = time.monotonic()
             self.log(f"{config.workers} workers running; faults begin")
-            applied = self._fault_loop(faults, admin, load_began)
+            applied = faults.run(load_began)
             time.sleep(config.settle)
             load_s = time.monotonic() - load_began
+            churn.stop()
             self.log("stopping workers")
+            exited = [s.worker for s in self._slots if s.process and not s.process.is_alive()]
             hung = self._stop_workers()
             self._restore_cluster()
             orphans, orphan_wait = self._orphans(admin)
+        self.log("checking the history")
         report = check(self.db_path, config.lock_paths)
         report.update(
             {
@@ -155,7 +111,12 @@ class ChaosRun:
                 "orphan_nodes": orphans,
                 "orphan_wait_s": round(orphan_wait, 2),
                 "faults_applied": applied,
+                "schedule": dict(sorted(faults.schedule.items())),
+                "fault_errors": faults.errors,
+                "churn_writes": churn.writes,
+                "churn_write_failures": churn.failures,
                 "workers_spawned": self._spawned,
+                "workers_exited_early": exited,
                 "workers_hung_at_stop": hung,
                 "load_s": round(load_s, 1),
                 "elapsed_s": round(time.monotonic() - began, 1),
@@ -171,116 +132,20 @@ class ChaosRun:
         (self.run_dir / "report.json").write_text(render(report) + "\n")
         return report
 
-    def _fault_loop(self, faults: sqlite3.Connection, admin: ZkClient, began: float) -> int:
-        config, rng = self.config, self._rng
-        pending = list(config.kinds)
-        rng.shuffle(pending)
-        applied = 0
-        while pending or time.monotonic() - began < config.duration:
-            time.sleep(rng.uniform(*config.fault_gap))
-            kind = pending.pop() if pending else rng.choice(config.kinds)
-            self.log(f"fault {applied + 1}: {kind}")
-            getattr(self, f"_{kind}")(faults, admin)
-            applied += 1
-        return applied
-
-    # -- faults --------------------------------------------------------------------------
-    def _target(self, admin: ZkClient) -> _Slot:
-        """Whom a worker fault hits: mostly someone who holds something.
-
-        1/2: a fresh holder of the slow path (the next one to take it, waited
-        for up to 8 s, so most of its section is still ahead), 1/5: the latch's
-        leader, 3/20: the holder of a random path, else anyone.
-        """
-        rng, paths = self._rng, self.config.lock_paths
-        draw = rng.random()
-        found: _Slot | None = None
-        if draw < 0.5:
-            found = self._fresh_holder(admin, paths[0], 8.0)
-        elif draw < 0.7:
-            with contextlib.suppress(ZkRecipesError):
-                leader = LeaderLatch(admin, self.config.latch_path).leader()
-                if leader is not None:
-                    found = self._slot_of(leader.id)
-        elif draw < 0.85:
-            found = self._holder(admin, rng.choice(paths))[1]
-        return found if found is not None else rng.choice(self._slots)
-
-    def _holder(self, admin: ZkClient, path: str) -> tuple[str | None, _Slot | None]:
-        """The holder's node and worker slot (None, None when free or unreadable)."""
-        with contextlib.suppress(ZkRecipesError):
-            for contender in Lock(admin, path).contenders()[:1]:
-                return contender.path, self._slot_of(contender.owner.get("id"))
-        return None, None
-
-    def _fresh_holder(self, admin: ZkClient, path: str, timeout: float) -> _Slot | None:
-        first, _ = self._holder(admin, path)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            node, slot = self._holder(admin, path)
-            if node is not None and node != first and slot is not None:
-                return slot
-            time.sleep(0.02)
-        return None
-
-    def _slot_of(self, worker: object) -> _Slot | None:
-        return next((slot for slot in self._slots if slot.worker == worker), None)
-
-    def _kill_worker(self, faults: sqlite3.Connection, admin: ZkClient) -> None:
-        slot = self._target(admin)
-        process, pid = _process_of(slot)
-        begin = time.monotonic_ns()
-        os.kill(pid, signal.SIGKILL)
-        process.join(30)
-        record_fault(faults, "kill_worker", slot.worker, pid, begin, time.monotonic_ns())
-        self._spawn(slot)
-
-    def _pause_worker(self, faults: sqlite3.Connection, admin: ZkClient) -> None:
-        slot = self._target(admin)
-        _, pid = _process_of(slot)
-        outage = self.config.outage + self._rng.uniform(0.0, 1.0)
-        begin = time.monotonic_ns()
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            time.sleep(outage)
-        finally:
-            os.kill(pid, signal.SIGCONT)
-            end = time.monotonic_ns()
-        record_fault(faults, "pause_worker", slot.worker, pid, begin, end)
-
-    def _partition_worker(self, faults: sqlite3.Connection, admin: ZkClient) -> None:
-        slot = self._target(admin)
-        pid = slot.process.pid if slot.process is not None else None
-        outage = self.config.outage + self._rng.uniform(0.0, 1.0)
-        begin = time.monotonic_ns()
-        for proxy in slot.proxies:
-            proxy.blackhole()
-        try:
-            time.sleep(outage)
-        finally:
-            for proxy in slot.proxies:
-                proxy.heal()
-            end = time.monotonic_ns()
-        record_fault(faults, "partition_worker", slot.worker, pid, begin, end)
-
-    def _restart_server(self, faults: sqlite3.Connection, admin: ZkClient) -> None:
-        member = self._rng.choice(self.cluster.servers)
-        begin = time.monotonic_ns()
-        member.restart()
-        self.cluster.wait_for_quorum(self.config.quorum_timeout)
-        record_fault(faults, "restart_server", repr(member), None, begin, time.monotonic_ns())
-
-    def _kill_leader(self, faults: sqlite3.Connection, admin: ZkClient) -> None:
-        leader = self.cluster.wait_for_quorum(self.config.quorum_timeout)
-        begin = time.monotonic_ns()
-        leader.kill()
-        time.sleep(self._rng.uniform(0.5, 2.0))
-        leader.start()
-        self.cluster.wait_for_quorum(self.config.quorum_timeout)
-        record_fault(faults, "kill_leader", repr(leader), None, begin, time.monotonic_ns())
+    def _client(self, stack: contextlib.ExitStack) -> ZkClient:
+        """A parent's client, straight to the ensemble (no proxy), closed with the stack."""
+        client = ZkClient(
+            self.cluster.connect_string,
+            namespace=self.namespace,
+            session_timeout=10.0,
+            connection_timeout=30.0,
+        )
+        client.start()
+        stack.callback(client.close)
+        return client
 
     # -- workers -------------------------------------------------------------------------
-    def _spawn(self, slot: _Slot) -> None:
+    def _spawn(self, slot: Slot) -> None:
         config = self.config
         slot.generation += 1
         slot.worker = f"w{slot.index}.{slot.generation}"
@@ -297,6 +162,7 @@ class ChaosRun:
             slow_hold=config.slow_hold,
             slow_every=config.slow_every,
             acquire_timeout=config.acquire_timeout,
+            churn_paths=config.churn_paths,
             seed=self._rng.getrandbits(32),
             stop_path=str(self._stop_path),
         )
@@ -379,13 +245,6 @@ class ChaosRun:
             time.sleep(0.25)
 
 
-def _process_of(slot: _Slot) -> tuple[BaseProcess, int]:
-    process = slot.process
-    if process is None or process.pid is None:
-        raise RuntimeError(f"worker slot {slot.index} has no process")
-    return process, process.pid
-
-
 def run_chaos(
     cluster: ZooKeeperCluster,
     namespace: str,
@@ -398,4 +257,8 @@ def run_chaos(
 
 
 def render(report: dict[str, Any]) -> str:
+    """The report as the JSON both the test (on failure) and the benchmark show."""
     return json.dumps(report, indent=2, sort_keys=True)
+
+
+__all__ = ["ChaosConfig", "ChaosRun", "render", "run_chaos"]
