@@ -5,7 +5,10 @@
 directory on ``sys.path`` first. Spawned workers inherit that path, so they
 import ``chaosrun.worker`` the same way. See docs/chaos.md.
 
-- ``run``: the parent (workers, proxies, the fault schedule, orphans);
+- ``config``: the fault kinds and the one frozen configuration;
+- ``run``: the parent (workers, proxies, churn, orphans, the report);
+- ``faults``: the seeded schedule, whom a fault hits, and the faults;
+- ``churn``: watch churn (the parent's writer, the workers' watches);
 - ``worker``: one worker process;
 - ``store``: the fenced store and the history file;
 - ``check``: the checker that turns the history into figures.
