@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _chaos_check import check
-from _chaos_store import connect, create, table_for
+from chaosrun.check import check
+from chaosrun.store import connect, create, record_fault, table_for
 
 PATHS = ("/locks/a", "/locks/b")
 S = 1_000_000_000  # one second in ns
@@ -64,28 +64,29 @@ def _event(
     *,
     path: str = "",
     token: int | None = None,
+    detail: str = "",
 ) -> None:
     conn = connect(db)
     try:
         conn.execute(
             "INSERT INTO events (worker, pid, kind, path, token, t_ns, detail)"
-            " VALUES (?, ?, ?, ?, ?, ?, '')",
-            (worker, pid, kind, path, token, int(t * S)),
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (worker, pid, kind, path, token, int(t * S), detail),
         )
+    finally:
+        conn.close()
+
+
+def _fault(db: Path, kind: str, target: str, pid: int | None, begin: float, end: float) -> None:
+    conn = connect(db)
+    try:
+        record_fault(conn, kind, target, pid, int(begin * S), int(end * S))
     finally:
         conn.close()
 
 
 def _pause(db: Path, worker: str, pid: int, begin: float, end: float) -> None:
-    conn = connect(db)
-    try:
-        conn.execute(
-            "INSERT INTO faults (kind, target, pid, begin_ns, end_ns, detail)"
-            " VALUES ('pause_worker', ?, ?, ?, ?, '')",
-            (worker, pid, int(begin * S), int(end * S)),
-        )
-    finally:
-        conn.close()
+    _fault(db, "pause_worker", worker, pid, begin, end)
 
 
 def test_a_clean_history_has_nothing_to_report(db: Path) -> None:
@@ -161,3 +162,53 @@ def test_two_leaders_at_once_are_counted_and_a_paused_one_is_exempt(db: Path) ->
     assert leadership["terms"] == 4
     assert leadership["overlaps"] == 1
     assert leadership["overlaps_paused_exempt"] == 1
+
+
+def test_overlapping_faults_are_paired_by_kind(db: Path) -> None:
+    _fault(db, "drop_requests_worker", "w0", 10, 1.0, 5.0)
+    _fault(db, "kill_leader", "server.2", None, 1.5, 4.0)  # inside the partition
+    _fault(db, "pause_worker", "w1", 11, 6.0, 10.0)
+    _fault(db, "restart_server", "server.1", None, 9.0, 12.0)  # starts before the pause ends
+    _fault(db, "kill_worker", "w2", 12, 12.5, 12.6)  # alone
+    report = check(db, PATHS)
+    assert report["faults_overlapping"] == {
+        "drop_requests_worker+kill_leader": 1,
+        "pause_worker+restart_server": 1,
+    }
+    assert report["faults"]["kill_worker"] == 1
+
+
+def test_partitions_report_what_their_targets_heard_and_when_they_were_told_lost(
+    db: Path,
+) -> None:
+    # A one-way cut that lets the server's notifications through: heard, told LOST late.
+    _fault(db, "drop_requests_worker", "w0", 10, 1.0, 5.5)
+    for t in (0.5, 1.4, 1.9, 2.4):  # the first one came before the cut
+        _event(db, "w0", 10, "notified", t, path="/churn/n00")
+    _event(db, "w0", 10, "state", 2.0, detail="SUSPENDED")
+    _event(db, "w0", 10, "state", 5.0, detail="LOST")
+    _event(db, "w1", 11, "notified", 2.0, path="/churn/n00")  # someone else
+    # A partition both ways: nothing heard, told LOST in time.
+    _fault(db, "partition_worker", "w1", 11, 6.0, 10.0)
+    _event(db, "w1", 11, "state", 7.75, detail="LOST")
+    # Healed before any LOST.
+    _fault(db, "partition_worker", "w2", 12, 11.0, 12.0)
+    _event(db, "w2", 12, "state", 12.5, detail="LOST")
+    report = check(db, PATHS)
+    assert report["churn_notifications"] == 5
+    assert report["partitions"] == {
+        "drop_requests_worker": {
+            "faults": 1,
+            "notifications": 3,
+            "heard_notifications": 1,
+            "told_lost_after_s": [4.0],
+            "not_told_lost": 0,
+        },
+        "partition_worker": {
+            "faults": 2,
+            "notifications": 0,
+            "heard_notifications": 0,
+            "told_lost_after_s": [1.75],
+            "not_told_lost": 1,
+        },
+    }

@@ -3,9 +3,9 @@
 One daemon thread runs a ``selectors`` loop over a listening socket on a free
 127.0.0.1 port, a wake-up socket pair for commands, and every proxied pair of
 sockets (client side, server side). Commands (``cut``, ``blackhole``,
-``drop_replies``, ``heal``, ``close``) are queued, the loop applies them between
-two selects, and the caller waits for that, so when ``cut()`` returns the
-connections are already gone.
+``drop_replies``, ``drop_requests``, ``heal``, ``close``) are queued, the loop
+applies them between two selects, and the caller waits for that, so when
+``cut()`` returns the connections are already gone.
 
 Modes:
 
@@ -23,10 +23,20 @@ Modes:
   reach the server, nothing comes back: the server applies a request whose
   reply is lost, and keeps the session alive on the client's pings while the
   client times out. New connections are forwarded the same way.
+* drop_requests: the other one-way partition. Server bytes still reach the
+  client, client bytes are read and dropped. The server hears no request and
+  no ping, so it expires the session after its timeout and closes the
+  connection, and that close *does* reach the client (as it would across a
+  real one-way partition), while everything the server sends before that,
+  watch notifications included, keeps arriving. A client's close is lost (the
+  server keeps the session until it expires); a new connection is accepted
+  but never connected onward, since its connect request could not reach the
+  server anyway.
 
 ``heal()`` returns to forwarding. Connections that lost bytes, lost a side or
-were opened during a blackhole are reset then (their byte streams are broken),
-so clients reconnect cleanly; connections that carried nothing keep working.
+were opened during a lossy mode (blackhole, drop_replies, drop_requests) are
+reset then (their byte streams are broken), so clients reconnect cleanly;
+connections that carried nothing keep working.
 """
 
 from __future__ import annotations
@@ -47,9 +57,10 @@ from zk_recipes.testing._install import HarnessError
 
 _BUFFER_LIMIT = 1 << 20
 _CHUNK = 65536
-_FORWARD, _CUT, _BLACKHOLE, _DROP_REPLIES = "forward", "cut", "blackhole", "drop_replies"
+_FORWARD, _CUT, _BLACKHOLE = "forward", "cut", "blackhole"
+_DROP_REPLIES, _DROP_REQUESTS = "drop_replies", "drop_requests"
 _CLOSE = "close"
-_LOSSY = (_BLACKHOLE, _DROP_REPLIES)
+_LOSSY = (_BLACKHOLE, _DROP_REPLIES, _DROP_REQUESTS)
 
 
 def _reset(sock: socket.socket | None) -> None:
@@ -69,7 +80,7 @@ class _Pair:
     to_upstream: bytearray = field(default_factory=bytearray)
     to_client: bytearray = field(default_factory=bytearray)
     tainted: bool = False
-    """Lost bytes or a side during a blackhole: reset on heal."""
+    """Lost bytes or a side, or opened, during a lossy mode: reset on heal."""
 
 
 class TcpProxy:
@@ -117,7 +128,8 @@ class TcpProxy:
 
     @property
     def mode(self) -> str:
-        """``"forward"``, ``"cut"``, ``"blackhole"``, ``"drop_replies"`` or ``"closed"``."""
+        """The current mode: ``"forward"``, ``"cut"``, ``"blackhole"``, ``"drop_replies"``,
+        ``"drop_requests"``, or ``"closed"``."""
         return "closed" if self._closed else self._mode
 
     @property
@@ -149,8 +161,17 @@ class TcpProxy:
         """Forward client bytes to the server but drop every reply, until ``heal()``."""
         self._command(_DROP_REPLIES)
 
+    def drop_requests(self) -> None:
+        """Drop every client byte but forward the server's, until ``heal()``.
+
+        The half of a one-way partition that ``drop_replies`` leaves out: the
+        client still hears the server (watch notifications, and the close when
+        the server expires the session) while the server hears nothing from it.
+        """
+        self._command(_DROP_REQUESTS)
+
     def heal(self) -> None:
-        """Forward again; connections broken by a blackhole are reset so clients reconnect."""
+        """Forward again; connections broken by a lossy mode are reset so clients reconnect."""
         self._command(_FORWARD)
 
     def close(self) -> None:
@@ -222,7 +243,7 @@ class TcpProxy:
     @property
     def _downward(self) -> bool:
         """Server bytes reach the client."""
-        return self._mode == _FORWARD
+        return self._mode in (_FORWARD, _DROP_REQUESTS)
 
     def _apply(self, command: str) -> None:
         if command == _CLOSE:

@@ -19,6 +19,18 @@ Figures that must be zero:
   waking is reported as ``overlaps_paused_exempt``.
 - orphans (measured by the run, not here).
 
+Figures that show the faults at work, among others:
+
+- ``faults``: fault rows by kind; ``faults_overlapping``: pairs of faults whose
+  times overlap, as ``"first+second"`` by start (the overlapping kinds of the
+  schedule, seen from the history);
+- ``partitions``: for each partition kind, how many there were, how many
+  churn notifications their targets heard while cut off (only a
+  ``drop_requests`` target should hear any), and how long after the cut each
+  target was told LOST (``told_lost_after_s``; ``not_told_lost`` when not
+  before the heal). No bound is asserted on these times: the orderings above
+  are what must hold, these say how close they came.
+
 Times are ``time.monotonic_ns()`` from one system-wide clock. Each side is
 stamped a little after the fact (a holder's start when acquire returns, a
 notification when its callback runs), so the orderings compared are the ones
@@ -34,7 +46,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from _chaos_store import connect, table_for
+from .config import PARTITIONS
+from .store import connect, table_for
 
 _EXAMPLES = 5
 
@@ -141,6 +154,9 @@ def check(db_path: str | Path, lock_paths: Iterable[str]) -> dict[str, Any]:
         "locks": _check_locks(paths, sections, events, pauses),
         "leadership": _check_leadership(events, faults, pauses),
         "faults": dict(Counter(f.kind for f in faults)),
+        "faults_overlapping": _overlapping(faults),
+        "partitions": _check_partitions(events, faults),
+        "churn_notifications": sum(1 for e in events if e.kind == "notified"),
         "acquire_errors": sum(1 for e in events if e.kind == "acquire_error"),
         "release_errors": sum(1 for e in events if e.kind == "release_error"),
     }
@@ -196,12 +212,13 @@ def _check_locks(
         path: sorted((s for s in sections if s.path == path), key=lambda s: s.token)
         for path in paths
     }
+    tokens = {path: [s.token for s in ordered] for path, ordered in by_token.items()}
     by_key = {(s.worker, s.path, s.token): s for s in sections}
     first = after = after_paused = no_successor = unmatched = 0
     late: list[str] = []
     for (worker, path, token), t_lost in lost_at.items():
         ordered = by_token.get(path, [])
-        index = bisect.bisect_right([s.token for s in ordered], token)
+        index = bisect.bisect_right(tokens.get(path, []), token)
         if index >= len(ordered):
             no_successor += 1
             continue
@@ -249,6 +266,53 @@ def _check_locks(
 
 def _pid_of(events: list[Event], worker: str) -> int | None:
     return next((e.pid for e in events if e.worker == worker), None)
+
+
+def _overlapping(faults: list[Fault]) -> dict[str, int]:
+    """Pairs of faults whose times overlap, by kind, the earlier start first."""
+    pairs: Counter[str] = Counter()
+    ordered = sorted(faults, key=lambda f: f.begin_ns)
+    for index, fault in enumerate(ordered):
+        for later in ordered[index + 1 :]:
+            if later.begin_ns >= fault.end_ns:
+                break  # sorted by start: no later fault starts inside this one either
+            pairs[f"{fault.kind}+{later.kind}"] += 1
+    return dict(sorted(pairs.items()))
+
+
+def _check_partitions(events: list[Event], faults: list[Fault]) -> dict[str, Any]:
+    """Per partition kind: what its targets heard while cut off, and when they were told LOST."""
+    by_worker: dict[str, list[Event]] = defaultdict(list)
+    for event in events:  # in time order
+        if event.kind == "notified" or (event.kind == "state" and event.detail == "LOST"):
+            by_worker[event.worker].append(event)
+    figures: dict[str, dict[str, Any]] = {}
+    for fault in faults:
+        if fault.kind not in PARTITIONS:
+            continue
+        entry = figures.setdefault(
+            fault.kind,
+            {
+                "faults": 0,
+                "notifications": 0,
+                "heard_notifications": 0,
+                "told_lost_after_s": [],
+                "not_told_lost": 0,
+            },
+        )
+        during = [e for e in by_worker[fault.target] if fault.begin_ns <= e.t_ns <= fault.end_ns]
+        heard = sum(1 for e in during if e.kind == "notified")
+        lost = next((e.t_ns for e in during if e.kind == "state"), None)
+        entry["faults"] += 1
+        entry["notifications"] += heard
+        entry["heard_notifications"] += int(heard > 0)
+        if lost is None:
+            entry["not_told_lost"] += 1
+        else:
+            entry["told_lost_after_s"].append(round((lost - fault.begin_ns) / 1e9, 2))
+    for entry in figures.values():
+        entry["told_lost_after_s"].sort()
+    return dict(sorted(figures.items()))
 
 
 def _check_leadership(events: list[Event], faults: list[Fault], pauses: _Pauses) -> dict[str, Any]:

@@ -10,10 +10,15 @@ store stamps ``end_ns`` inside its transaction, with whether ``lock.lost`` was
 set by then. A worker told LOST still writes, on purpose: that is the stale
 write the fencing token must stop.
 
+Beside the loop, a ``ChurnWatch`` keeps data watches armed on the churn nodes
+the parent rewrites (see ``churn``), so notifications keep arriving, above all
+while the worker is partitioned.
+
 Everything the checker needs is recorded as it happens, stamped with
 ``time.monotonic_ns()``: the on_lost callback (path, token), the latch's
-is_leader / not_leader listeners, the client's connection states, and the
-``closing`` marker written before the latch and the client are closed.
+is_leader / not_leader listeners, the client's connection states, each churn
+notification, and the ``closing`` marker written before the latch and the
+client are closed.
 """
 
 from __future__ import annotations
@@ -24,8 +29,6 @@ import os
 import random
 import time
 
-from _chaos_store import EventRecorder, FencedStore
-
 from zk_recipes import (
     LeaderLatch,
     Lock,
@@ -34,6 +37,9 @@ from zk_recipes import (
     ZkClient,
     ZkRecipesError,
 )
+
+from .churn import ChurnWatch
+from .store import EventRecorder, FencedStore
 
 #: How long a holder in doubt waits for the doubt to clear before writing anyway.
 _DOUBT_LIMIT = 60.0
@@ -59,6 +65,8 @@ class WorkerSpec:
     #: and the other paths in between, so the slow path's queue stays short.
     slow_every: tuple[float, float]
     acquire_timeout: float
+    #: Nodes to keep a data watch on (the parent rewrites them in turn).
+    churn_paths: tuple[str, ...]
     seed: int
     #: The worker stops once this file exists. A file, not a multiprocessing.Event:
     #: an Event's lock, taken by a worker killed with -9, would stay taken for good.
@@ -113,6 +121,7 @@ def run_worker(spec: WorkerSpec) -> None:
     latch = LeaderLatch(client, spec.latch_path, spec.worker)
     latch.add_listener(_LatchRecorder(events))
     latch.start()
+    churn = ChurnWatch(client, spec.churn_paths, lambda path: events.record("notified", path=path))
     events.record("started", detail=client.connect_string)
     fast_paths = spec.lock_paths[1:] or spec.lock_paths
     next_slow = time.monotonic() + rng.uniform(0.0, spec.slow_every[1])
@@ -126,6 +135,7 @@ def run_worker(spec: WorkerSpec) -> None:
             _one_round(spec, rng, path, locks[path], store, events, pid)
     finally:
         events.record("closing")
+        churn.close()
         latch.close()
         client.close()
         store.close()
