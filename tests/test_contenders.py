@@ -57,7 +57,7 @@ def test_a_wrapped_sequence_is_refused_and_its_node_deleted(
     queue = ContenderQueue(zk_client, "/wrapped", "lock-")
     name = protected_prefix("0e5c1f9a-4f2b-4d7b-9a51-6f1f2c3d4e5f") + "lock--2147483648"
     zk_client.create(f"/wrapped/{name}", mode=CreateMode.EPHEMERAL, parents=True)
-    with pytest.raises(SequenceOverflowError, match="wrapped around.*deleteall"):
+    with pytest.raises(SequenceOverflowError, match=r"wrapped around.*deleteall"):
         queue._check_sequence(_entry(zk_client, f"/wrapped/{name}"))
     assert zk_client.get_children("/wrapped") == []
     # Near the wrap: a loud warning, once per queue, and the node stays.

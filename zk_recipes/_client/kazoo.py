@@ -284,6 +284,7 @@ class KazooConnection:
         self._sent: dict[int, float] = {}  # xid -> send time, until its reply is read
         self._ping_sent = 0.0
         self._reply_xid: int | None = None
+        self._connect_from: tuple[float, int | None] = (self.last_heard, None)
         self._install_hooks()
 
     @property
@@ -329,21 +330,10 @@ class KazooConnection:
 
         def _connect(host: str, hostip: str, port: int) -> Any:
             sent.clear()  # xids restart at 1 on every connection
-            resuming = self._kz._session_id
-            started = time.monotonic()
+            self._connect_from = (time.monotonic(), self._kz._session_id)
             read_timeout, connect_timeout = connect(host, hostip, port)
             # kazoo derives read_timeout = negotiated * 2/3 (ms) and keeps neither.
             self.negotiated_timeout = read_timeout * 1.5 / 1000.0
-            if resuming and self._kz._session_id == resuming:
-                # A resumed session, with holds perhaps: the server heard us no
-                # earlier than we sent the ConnectRequest, and that is all we know.
-                self.last_heard = started
-            else:
-                # A new session holds nothing yet: every hold it will carry comes
-                # from a later request, whose reply moves the clock again. Counting
-                # from the (possibly long) handshake's start would only declare a
-                # fresh, healthy session LOST after a slow connect.
-                self.last_heard = time.monotonic()
             sent.clear()  # the handshake's own xids (SASL) are not requests of ours
             return read_timeout, connect_timeout
 
@@ -352,6 +342,20 @@ class KazooConnection:
         conn._read_socket = _read_socket
         conn._connect = _connect
         self._kz.add_listener(self._kazoo_listener)
+
+    def _connected_now(self) -> None:
+        """The handshake answered: what it proves about when the server heard us."""
+        started, resuming = self._connect_from
+        if resuming and self._kz._session_id == resuming:
+            # A resumed session, with holds perhaps: the server heard us no
+            # earlier than we sent the ConnectRequest, and that is all we know.
+            self._heard(started)
+        else:
+            # A new session holds nothing yet: every hold it will carry comes from
+            # a later request, whose reply moves the clock again. Counting from
+            # the (possibly long) handshake's start, or from the old session's
+            # silence, would only declare a fresh, healthy session LOST.
+            self.last_heard = time.monotonic()
 
     def _last_reply_xid(self) -> int | None:
         return self._reply_xid
@@ -366,6 +370,10 @@ class KazooConnection:
             return
         keeper = self._kz.client_state
         if state == KazooState.CONNECTED:
+            # Called from inside kazoo's _connect, before anyone hears of the
+            # session: move the clock first, or the watchdog would judge the
+            # new connection by the silence of the old one.
+            self._connected_now()
             kind = "READ_ONLY" if keeper == KeeperState.CONNECTED_RO else "CONNECTED"
         elif state == KazooState.SUSPENDED:
             kind = "SUSPENDED"
