@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 
-from zk_recipes._errors import ConfigurationError
+from zk_recipes import ConfigurationError
 from zk_recipes.testing._install import HarnessError, Installation, find_installation
 from zk_recipes.testing._process import (
     DEFAULT_JVM_OPTIONS,

@@ -30,7 +30,7 @@ from mirakuru import Executor, SimpleExecutor
 from mirakuru.base import ENV_UUID
 from mirakuru.exceptions import AlreadyRunning
 
-from zk_recipes._errors import ConfigurationError
+from zk_recipes import ConfigurationError
 from zk_recipes.testing._install import HarnessError
 from zk_recipes.testing._proxy import TcpProxy
 
