@@ -16,7 +16,9 @@
     #   celery -A proj beat -S zk_recipes_celery.beat:LeaderScheduler
 
 One ZooKeeper session per process, made after fork, closed at shutdown
-(``_lifecycle``). See docs/celery.md.
+(``_lifecycle``). Importing this package changes nothing in Celery: the
+process-wide hooks are installed by ``install(app)``, the decorators and
+``LeaderScheduler`` (``_hooks``). See docs/celery.md.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from zk_recipes_celery._config import CeleryZkConfig, read_config
-from zk_recipes_celery._lifecycle import close_clients, get_client, install
+from zk_recipes_celery._hooks import get_client, install
+from zk_recipes_celery._lifecycle import close_clients
 from zk_recipes_celery._metrics import beat_publish_dropped, counts, singleton_skipped
 from zk_recipes_celery._singleton import SingletonTask, singleton_task
 from zk_recipes_celery._singleton_run import (

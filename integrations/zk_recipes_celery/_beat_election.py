@@ -49,7 +49,8 @@ class BeatElection:
         self._closed = threading.Event()
         self._decided = False
         self._last_leader: str | None = None
-        self._pid = os.getpid()
+        #: The process that made this election: after a fork it belongs to the parent.
+        self.pid = os.getpid()
         self.identifier = f"{socket.gethostname()}:{os.getpid()}"
 
     def join(self) -> None:
@@ -143,7 +144,7 @@ class BeatElection:
         with self._lock:
             self._closed.set()
             latch, self._latch = self._latch, None
-        if latch is not None and os.getpid() == self._pid:
+        if latch is not None and os.getpid() == self.pid:
             latch.close()
 
 
@@ -168,7 +169,7 @@ class _RoleLogger:
 def beat_election(app: Any = None) -> BeatElection:
     """This process's BeatElection for ``app`` (created on first use, not joined yet)."""
     state = app_state(app)
-    election = state.extras.get("beat_election")
-    if not isinstance(election, BeatElection) or election._pid != os.getpid():
-        election = state.extras["beat_election"] = BeatElection(state)
+    election = state.beat_election
+    if election is None or election.pid != os.getpid():
+        election = state.beat_election = BeatElection(state)
     return election

@@ -41,6 +41,7 @@ import celery
 from celery import current_task
 
 from zk_recipes import ConfigurationError, RecipeUsageError
+from zk_recipes_celery._hooks import install_once
 from zk_recipes_celery._keys import KeySpec, check_key_names
 from zk_recipes_celery._singleton_run import (
     SingletonOptions,
@@ -114,6 +115,7 @@ def singleton_task(
     )
 
     def decorate(func: F) -> F:
+        install_once()
         if isinstance(func, celery.Task):
             raise ConfigurationError(
                 "@singleton_task goes UNDER @app.task (closer to the function), "
@@ -166,6 +168,12 @@ class SingletonTask(celery.Task):  # type: ignore[misc]
     singleton_redelivery_wait: float | None = None
 
     _singleton_options: SingletonOptions | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Celery makes a subclass per task (``@app.task(base=SingletonTask)``) when the
+        # app is finalized, which a worker does before it sends ``celeryd_init``.
+        super().__init_subclass__(**kwargs)
+        install_once()
 
     def _options(self) -> SingletonOptions:
         options = self._singleton_options
