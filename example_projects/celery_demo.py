@@ -31,7 +31,8 @@ from typing import Any
 from celery import Celery
 
 from zk_recipes import NoNodeError, WatchEvent, ZkClient
-from zk_recipes.testing import RedisServer, ZooKeeperServer
+from zk_recipes.testing import ZooKeeperServer
+from zk_recipes_celery.testing import RedisServer
 
 SITE = Path(__file__).resolve().parent / "celery_site"
 SESSION_TIMEOUT = 4.0  # proj.py's zk_recipes_session_timeout

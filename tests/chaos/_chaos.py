@@ -39,12 +39,12 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from _chaos_check import check
-from _chaos_store import connect, create, record_fault
-from _chaos_worker import WorkerSpec, run_worker
-
 from zk_recipes import LeaderLatch, Lock, NoNodeError, ZkClient, ZkRecipesError
 from zk_recipes.testing import HarnessError, TcpProxy, ZooKeeperCluster, proxied_connect_string
+
+from ._chaos_check import check
+from ._chaos_store import connect, create, record_fault
+from ._chaos_worker import WorkerSpec, run_worker
 
 FAULT_KINDS = ("kill_worker", "pause_worker", "partition_worker", "restart_server", "kill_leader")
 

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from _chaos_store import connect, table_for
+from ._chaos_store import connect, table_for
 
 _EXAMPLES = 5
 

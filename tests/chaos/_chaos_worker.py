@@ -24,8 +24,6 @@ import os
 import random
 import time
 
-from _chaos_store import EventRecorder, FencedStore
-
 from zk_recipes import (
     LeaderLatch,
     Lock,
@@ -34,6 +32,8 @@ from zk_recipes import (
     ZkClient,
     ZkRecipesError,
 )
+
+from ._chaos_store import EventRecorder, FencedStore
 
 #: How long a holder in doubt waits for the doubt to clear before writing anyway.
 _DOUBT_LIMIT = 60.0

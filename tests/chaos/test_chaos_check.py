@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _chaos_check import check
-from _chaos_store import connect, create, table_for
+
+from ._chaos_check import check
+from ._chaos_store import connect, create, table_for
 
 PATHS = ("/locks/a", "/locks/b")
 S = 1_000_000_000  # one second in ns

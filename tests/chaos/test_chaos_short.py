@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _chaos import FAULT_KINDS, ChaosConfig, render, run_chaos
 
 from zk_recipes.testing import ZooKeeperCluster
+
+from ._chaos import FAULT_KINDS, ChaosConfig, render, run_chaos
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 

@@ -11,8 +11,9 @@ import pytest
 
 from zk_recipes import ZkClient
 from zk_recipes.testing import wait_until
+from zk_recipes_celery.testing import CeleryProcess, CeleryProject, Record
 
-from celery_workers._harness import SESSION_TIMEOUT, CeleryProcess, CeleryProject, Record
+from ._common import SESSION_TIMEOUT
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +25,7 @@ _CONFIG = """
 
     from celery import Celery
 
-    from _record import record
+    from zk_recipes_celery.testing import record
 
     app = Celery("proj", broker=os.environ["REDIS_URL"], backend=os.environ["REDIS_URL"])
     app.conf.broker_connection_retry_on_startup = True

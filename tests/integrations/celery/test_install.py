@@ -44,6 +44,8 @@ SCRIPT = textwrap.dedent(
     before = snapshot()
     import zk_recipes_celery
     import zk_recipes_celery.beat
+    import zk_recipes_celery.testing
+    import zk_recipes_celery.testing.pytest_plugin
     imported = snapshot()
     DOOR
     once = snapshot()
