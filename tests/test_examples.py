@@ -25,7 +25,7 @@ def _run(script: str, timeout: float = 120) -> str:
 
 @pytest.mark.slow
 def test_foundation_demo() -> None:
-    out = _run("example_projects/foundation_demo.py")
+    out = _run("example_projects/foundation/foundation_demo.py")
     assert "back on the same session" in out
     assert "LOST known" in out
     assert "no orphan: True" in out

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.mark.slow
 def test_celery_demo() -> None:
     result = subprocess.run(
-        [sys.executable, str(ROOT / "example_projects" / "celery_demo.py")],
+        [sys.executable, str(ROOT / "example_projects" / "celery_site" / "celery_demo.py")],
         capture_output=True,
         text=True,
         timeout=120,
