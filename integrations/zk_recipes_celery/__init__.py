@@ -18,7 +18,7 @@
 One ZooKeeper session per process, made after fork, closed at shutdown
 (``_lifecycle``). Importing this package changes nothing in Celery: the
 process-wide hooks are installed by ``install(app)``, the decorators and
-``LeaderScheduler`` (``_hooks``). See docs/celery.md.
+``LeaderScheduler`` (``_hooks``). See docs/integrations/celery.md.
 """
 
 from __future__ import annotations

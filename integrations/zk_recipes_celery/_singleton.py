@@ -101,7 +101,7 @@ def singleton_task(
         @singleton_task(key=["account_id"])
         def sync_account(self, account_id): ...
 
-    See the module docstring and docs/celery.md for the options.
+    See the module docstring and docs/integrations/celery.md for the options.
     """
     options = SingletonOptions(
         key=key,
