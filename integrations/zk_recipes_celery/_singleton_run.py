@@ -18,7 +18,7 @@ import random
 import threading
 import urllib.parse
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, get_args
 
 from zk_recipes import (
     ConfigurationError,
@@ -33,8 +33,13 @@ from zk_recipes_celery._lifecycle import app_state
 
 log = logging.getLogger("zk_recipes.celery.singleton")
 
-CONFLICT_POLICIES = ("skip", "wait", "retry", "raise")
-LOST_POLICIES = ("flag", "abort")
+#: What a run does when another run holds its key (see ``_singleton``).
+ConflictPolicy = Literal["skip", "wait", "retry", "raise"]
+#: What a run does when its lock is lost with the session: set ``lost``, or abort.
+LostPolicy = Literal["flag", "abort"]
+#: The same, for the check of untyped callers' values.
+CONFLICT_POLICIES: tuple[str, ...] = get_args(ConflictPolicy)
+LOST_POLICIES: tuple[str, ...] = get_args(LostPolicy)
 
 
 class SingletonBusy(ZkRecipesError):
@@ -58,26 +63,43 @@ class SingletonAborted(LockLost):
 
 @dataclasses.dataclass(frozen=True)
 class SingletonOptions:
-    """How a singleton task locks; checked once, when the task is defined."""
+    """How a singleton task locks; checked once, when the task is defined.
+
+    The one place the options' defaults are written: ``@singleton_task(...)``
+    and ``SingletonTask``'s ``singleton_<option>`` attributes pass only what the
+    user gave.
+    """
 
     key: KeySpec = None
-    on_conflict: str = "skip"
+    on_conflict: ConflictPolicy = "skip"
     wait_timeout: float = 60.0
     retry_countdown: float = 5.0
     max_retries: int | None = None
     skip_result: Any = None
-    on_lost: str = "flag"
+    on_lost: LostPolicy = "flag"
     redelivery_wait: float | None = None
 
+    @classmethod
+    def from_options(cls, where: str, options: dict[str, Any]) -> SingletonOptions:
+        """Build from keyword options; an unknown name is a ConfigurationError naming ``where``."""
+        unknown = sorted(set(options) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ConfigurationError(
+                f"{where}: unknown option(s) {unknown}; the options are "
+                f"{[f.name for f in dataclasses.fields(cls)]}"
+            )
+        return cls(**options)
+
     def __post_init__(self) -> None:
-        if self.on_conflict not in CONFLICT_POLICIES:
+        # Literal types catch typos at the call site under mypy; untyped callers get this.
+        on_conflict: object = self.on_conflict
+        if on_conflict not in CONFLICT_POLICIES:
             raise ConfigurationError(
-                f"on_conflict must be one of {CONFLICT_POLICIES}, got {self.on_conflict!r}"
+                f"on_conflict must be one of {CONFLICT_POLICIES}, got {on_conflict!r}"
             )
-        if self.on_lost not in LOST_POLICIES:
-            raise ConfigurationError(
-                f"on_lost must be one of {LOST_POLICIES}, got {self.on_lost!r}"
-            )
+        on_lost: object = self.on_lost
+        if on_lost not in LOST_POLICIES:
+            raise ConfigurationError(f"on_lost must be one of {LOST_POLICIES}, got {on_lost!r}")
         for name in ("wait_timeout", "retry_countdown"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
