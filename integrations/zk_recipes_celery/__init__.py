@@ -30,17 +30,18 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "zk_recipes_celery needs Celery: install it with pip install 'zk-recipes[celery]'"
     ) from exc
 
+from zk_recipes_celery._abort import SingletonAborted
 from zk_recipes_celery._config import CeleryZkConfig, read_config
 from zk_recipes_celery._hooks import get_client, install
 from zk_recipes_celery._lifecycle import close_clients
-from zk_recipes_celery._metrics import beat_publish_dropped, counts, singleton_skipped
-from zk_recipes_celery._singleton import SingletonTask, singleton_task
-from zk_recipes_celery._singleton_run import (
-    SingletonAborted,
-    SingletonBusy,
-    SingletonRun,
-    current_singleton,
+from zk_recipes_celery._metrics import (
+    beat_publish_dropped,
+    counts,
+    singleton_acquired,
+    singleton_skipped,
 )
+from zk_recipes_celery._singleton import SingletonTask, singleton_task
+from zk_recipes_celery._singleton_run import SingletonBusy, SingletonRun, current_singleton
 from zk_recipes_celery.beat import LeaderScheduler, leader_gated, leader_only
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "leader_gated",
     "leader_only",
     "read_config",
+    "singleton_acquired",
     "singleton_skipped",
     "singleton_task",
 ]

@@ -42,6 +42,7 @@ import celery
 from celery import current_task
 
 from zk_recipes import ConfigurationError, RecipeUsageError
+from zk_recipes_celery._abort import in_body
 from zk_recipes_celery._hooks import install_once
 from zk_recipes_celery._keys import KeySpec, check_key_names
 from zk_recipes_celery._singleton_run import (
@@ -126,7 +127,7 @@ def singleton_task(fn: F | None = None, **options: Any) -> Any:
             else:
                 key_fn = func
             return run_guarded(
-                task, checked, key_fn, key_args, kwargs, lambda: func(*args, **kwargs)
+                task, checked, key_fn, key_args, kwargs, lambda: in_body(func, args, kwargs)
             )
 
         # Celery checks call arguments against getfullargspec(), which ignores
@@ -138,6 +139,14 @@ def singleton_task(fn: F | None = None, **options: Any) -> Any:
     if fn is not None:
         return decorate(fn)
     return decorate
+
+
+def _as_body(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def body(*args: Any, **kwargs: Any) -> Any:
+        return in_body(fn, args, kwargs)
+
+    return body
 
 
 class SingletonTask(celery.Task):  # type: ignore[misc]
@@ -164,6 +173,13 @@ class SingletonTask(celery.Task):  # type: ignore[misc]
         # app is finalized, which a worker does before it sends ``celeryd_init``.
         super().__init_subclass__(**kwargs)
         install_once()
+        # The body is ``run``, called by Celery's ``Task.__call__`` inside its own
+        # bookkeeping: ``on_lost="abort"`` may interrupt the body, never that.
+        run = cls.__dict__.get("run")
+        if isinstance(run, staticmethod):
+            cls.run = staticmethod(_as_body(run.__func__))
+        elif callable(run):
+            cls.run = _as_body(run)
 
     def _options(self) -> SingletonOptions:
         options = self._singleton_options

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import ctypes
 import dataclasses
 import logging
 import random
-import threading
 import urllib.parse
 from collections.abc import Callable
 from typing import Any, Literal, get_args
@@ -23,11 +21,11 @@ from typing import Any, Literal, get_args
 from zk_recipes import (
     ConfigurationError,
     Lock,
-    LockLost,
     RecipeUsageError,
     ZkRecipesError,
 )
 from zk_recipes_celery import _metrics
+from zk_recipes_celery._abort import Interrupter, disarm_for_cleanup, pending
 from zk_recipes_celery._keys import KeySpec, key_segment
 from zk_recipes_celery._lifecycle import app_state
 
@@ -48,17 +46,6 @@ class SingletonBusy(ZkRecipesError):
     def __init__(self, message: str = "", *, holder: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.holder = holder or {}
-
-
-class SingletonAborted(LockLost):
-    """Raised inside a run with ``on_lost="abort"`` when its session was lost."""
-
-    def __init__(self, message: str = "") -> None:
-        super().__init__(
-            message
-            or "the singleton lock of this task run was lost with its ZooKeeper session; "
-            "another run may be executing now, so this one was aborted (on_lost='abort')"
-        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,32 +156,6 @@ def current_singleton() -> SingletonRun:
 
 
 # -- the guarded run ----------------------------------------------------------
-class _Interrupter:
-    """Raises SingletonAborted in the thread running the task, at its next bytecode.
-
-    Armed only while the body runs: ``disarm()`` also withdraws an exception
-    not delivered yet, so it can never land in Celery's tracer or a later task.
-    """
-
-    def __init__(self) -> None:
-        self._thread_id = threading.get_ident()
-        self._guard = threading.Lock()
-        self._armed = True
-
-    def fire(self, _lock: object = None) -> None:
-        with self._guard:
-            if self._armed:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                    ctypes.c_ulong(self._thread_id), ctypes.py_object(SingletonAborted)
-                )
-
-    def disarm(self) -> None:
-        with self._guard:
-            if self._armed:
-                self._armed = False
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id), None)
-
-
 def _holder(lock: Lock) -> dict[str, Any] | None:
     try:
         for contender in lock.contenders():
@@ -315,24 +276,25 @@ def _run_holding(
     task_id: str | None,
     call: Callable[[], Any],
 ) -> Any:
+    """Run ``call()`` (which reaches the body through ``_abort.in_body``), then release."""
     run = SingletonRun(lock, task_id, path)
-    interrupter = _Interrupter() if options.on_lost == "abort" else None
-    if interrupter is not None:
+    interrupter = None
+    if options.on_lost == "abort":
+        # As soon as we hold the lock: a loss from now on is recorded, and acted on
+        # when (and only while) the body runs; see _abort.
+        interrupter = Interrupter(lock)
         lock.on_lost(interrupter.fire)
     token = _current.set(run)
     request = task.request
     with contextlib.suppress(AttributeError):  # Celery's Context takes any attribute
         request.zk_singleton = run
     try:
-        return call()
+        _metrics.singleton_acquired.send(sender=task, task_id=task_id, key_path=path, run=run)
+        with pending(interrupter):
+            return call()
     finally:
         if interrupter is not None:
-            try:
-                interrupter.disarm()
-            except SingletonAborted:
-                # Fired as the body ended and delivered here, before the withdrawal:
-                # the body is over, so let the cleanup below run (the lock goes once).
-                interrupter.disarm()
+            disarm_for_cleanup(interrupter)  # in_body did; this is for a body never reached
         _current.reset(token)
         if run.lost:
             log.warning(

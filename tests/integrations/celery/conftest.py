@@ -1,4 +1,7 @@
-"""The ``project`` fixture: ``celery_project`` (zk_recipes_celery.testing) on this test's ZooKeeper.
+"""Fixtures of the Celery tests.
+
+- ``app``: an eager in-process Celery app on this test's ZooKeeper (no broker).
+- ``project``: ``celery_project`` on this test's ZooKeeper, for real workers.
 
 The broker and process fixtures (``redis_server``, ``redis_url``, ``celery_project``)
 come from ``zk_recipes_celery.testing.pytest_plugin``, registered in ``tests/conftest.py``.
@@ -6,8 +9,12 @@ come from ``zk_recipes_celery.testing.pytest_plugin``, registered in ``tests/con
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import Iterator
 
+import pytest
+from celery import Celery, _state
+
+import zk_recipes_celery as zc
 from zk_recipes_celery.testing import CeleryProject
 
 from ._common import SESSION_TIMEOUT
@@ -21,3 +28,18 @@ def project(celery_project: CeleryProject, zk_hosts: str, zk_namespace: str) -> 
     celery_project.env["ZK_NAMESPACE"] = zk_namespace
     celery_project.env["ZK_SESSION_TIMEOUT"] = str(SESSION_TIMEOUT)
     return celery_project
+
+
+@pytest.fixture
+def app(zk_hosts: str, zk_namespace: str) -> Iterator[Celery]:
+    app = Celery("t", broker="memory://", backend="cache+memory://", set_as_current=False)
+    app.conf.task_always_eager = True
+    app.conf.zk_recipes_hosts = zk_hosts
+    app.conf.zk_recipes_namespace = zk_namespace
+    app.conf.zk_recipes_session_timeout = 3.0
+    yield app
+    zc.close_clients()
+    app.close()
+    # Concurrent eager calls race on Celery's global "inside a task" flag (each saves
+    # and restores it), which can leave it set: reset it for the tests that follow.
+    _state._set_task_join_will_block(False)

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
 from typing import Any, Literal
 
 import pytest
-from celery import Celery, _state
+from celery import Celery
 from celery import beat as celery_beat
 
 import zk_recipes_celery as zc
@@ -28,21 +27,6 @@ from zk_recipes import (
 )
 from zk_recipes.testing import expire_session, wait_until
 from zk_recipes_celery import SingletonBusy, SingletonTask, current_singleton, singleton_task
-
-
-@pytest.fixture
-def app(zk_hosts: str, zk_namespace: str) -> Iterator[Celery]:
-    app = Celery("t", broker="memory://", backend="cache+memory://", set_as_current=False)
-    app.conf.task_always_eager = True
-    app.conf.zk_recipes_hosts = zk_hosts
-    app.conf.zk_recipes_namespace = zk_namespace
-    app.conf.zk_recipes_session_timeout = 3.0
-    yield app
-    zc.close_clients()
-    app.close()
-    # Concurrent eager calls race on Celery's global "inside a task" flag (each saves
-    # and restores it), which can leave it set: reset it for the tests that follow.
-    _state._set_task_join_will_block(False)
 
 
 def _in_threads(app: Celery, n: int, fn: Any) -> list[Any]:
