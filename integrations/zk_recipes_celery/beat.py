@@ -15,9 +15,12 @@ Two ways, sharing one election per beat process (``_beat_election``):
   (default PersistentScheduler; django-celery-beat's DatabaseScheduler
   works too). Standbys keep ticking: due entries are reserved (their
   ``last_run_at`` advances) but not sent, so a standby that takes over
-  does not fire a burst of "overdue" entries. While the role is unknown
-  (starting, or SUSPENDED) the scheduler neither sends nor advances: it
-  polls again shortly, and sends late rather than twice.
+  does not fire a burst of "overdue" entries.
+
+Either way the role is decided once per due entry, before the entry advances
+(``_beat_gate.decide``): while it is unknown (starting, or SUSPENDED) the entry
+neither goes out nor advances and is looked at again shortly, so it is sent
+late rather than twice, and never lost to a blip between two checks.
 
 Failover: a leader that closes (beat stopped) deletes its node at once; one
 that dies (kill -9) is replaced when the server expires its session, within
@@ -32,16 +35,19 @@ from celery import beat
 from celery.utils.imports import symbol_by_name
 
 from zk_recipes_celery._beat_election import BeatRole, beat_election
-from zk_recipes_celery._beat_gate import LEADER_ONLY_MARK, drop, is_leader_only
+from zk_recipes_celery._beat_gate import (
+    LEADER_ONLY_MARK,
+    decide,
+    decided_role,
+    drop,
+    is_leader_only,
+)
 from zk_recipes_celery._hooks import install_once
 from zk_recipes_celery._lifecycle import app_state
 
 __all__ = ["LeaderGate", "LeaderScheduler", "is_leader_only", "leader_gated", "leader_only"]
 
 F = TypeVar("F")
-
-#: How often a scheduler whose role is unknown looks again (seconds).
-UNKNOWN_ROLE_POLL = 0.2
 
 
 def leader_only(fn: F) -> F:
@@ -70,25 +76,20 @@ class LeaderGate:
         super().__init__(*args, **kwargs)
         self._zk_election = beat_election(self.app)  # type: ignore[attr-defined]
         self._zk_election.join()
-        self._zk_leading = False
 
-    def tick(self, *args: Any, **kwargs: Any) -> Any:
-        role = self._zk_election.role()
-        if role is BeatRole.UNKNOWN:
-            # Neither send nor advance the schedule: whoever turns out to lead sends
-            # these entries (late, never twice).
-            self._zk_leading = False
-            return min(UNKNOWN_ROLE_POLL, self.max_interval)  # type: ignore[attr-defined]
-        self._zk_leading = role is BeatRole.LEADER
-        return super().tick(*args, **kwargs)  # type: ignore[misc]
+    def is_due(self, entry: Any) -> Any:
+        return decide(self, entry, self._zk_election, super().is_due(entry))  # type: ignore[misc]
 
     def apply_entry(self, entry: Any, producer: Any = None) -> Any:
         election = self._zk_election
-        if not self._zk_leading:
+        role = decided_role(self, entry)
+        if role is None:  # applied without is_due (not by tick): decide now
+            role = election.role()
+        if role is BeatRole.STANDBY:
             drop(self, entry, election, "standby (schedule kept in step)")
             return None
-        if not election.may_publish(wait=0.0):
-            drop(self, entry, election, "leadership or connection lost just now")
+        if role is not BeatRole.LEADER:
+            drop(self, entry, election, "this beat does not know whether it leads")
             return None
         return super().apply_entry(entry, producer)  # type: ignore[misc]
 

@@ -26,6 +26,7 @@ SCRIPT = textwrap.dedent(
 
     SIGNALS = {n: s for n, s in vars(celery.signals).items() if isinstance(s, Signal)}
     APPLY_ENTRY = celery.beat.Scheduler.apply_entry
+    IS_DUE = celery.beat.Scheduler.is_due
     SYNC = celery.beat.Service.sync
 
 
@@ -34,6 +35,9 @@ SCRIPT = textwrap.dedent(
             "receivers": {n: len(s.receivers) for n, s in SIGNALS.items() if s.receivers},
             "apply_entry": "original" if celery.beat.Scheduler.apply_entry is APPLY_ENTRY
             else "wrapped once" if celery.beat.Scheduler.apply_entry.__wrapped__ is APPLY_ENTRY
+            else "wrapped twice",
+            "is_due": "original" if celery.beat.Scheduler.is_due is IS_DUE
+            else "wrapped once" if celery.beat.Scheduler.is_due.__wrapped__ is IS_DUE
             else "wrapped twice",
             "sync": "original" if celery.beat.Service.sync is SYNC
             else "wrapped once" if celery.beat.Service.sync.__wrapped__ is SYNC
@@ -96,6 +100,7 @@ def test_importing_the_package_changes_nothing_in_celery() -> None:
     outcome = _run("pass")
     assert outcome["imported"] == outcome["before"] == outcome["once"]
     assert outcome["imported"]["apply_entry"] == "original"
+    assert outcome["imported"]["is_due"] == "original"
     assert outcome["imported"]["sync"] == "original"
 
 
@@ -108,6 +113,7 @@ def test_each_door_installs_the_hooks_once(door: str) -> None:
     assert outcome["once"] == {
         "receivers": expected,
         "apply_entry": "wrapped once",
+        "is_due": "wrapped once",
         "sync": "wrapped once",
     }
     assert outcome["twice"] == outcome["once"], "installing again changes nothing"
