@@ -6,8 +6,8 @@ SUSPENDED drops leadership at once, so a beat cut off from ZooKeeper stops
 publishing before the server can expire its session and elect another; on
 LOST the latch joins again on the new session, without restarting beat.
 
-The gate, ``BeatElection.may_publish()``, is asked at the moment of
-publishing, in the scheduler's ``apply_entry`` (which can fail closed), never
+The gate asks ``BeatElection.role()`` once per due entry, in the scheduler's
+``is_due``, just before the entry is advanced and sent (``_beat_gate``), never
 in a signal handler (Celery swallows their exceptions, redbeat#208).
 """
 
