@@ -73,7 +73,7 @@ from kazoo.client import KazooClient
 
 import zk_recipes
 from zk_recipes import Lock, ZkClient
-from zk_recipes.testing import RedisServer
+from zk_recipes_celery.testing import RedisServer
 
 #: As in locks.py: real standalone mode (the harness's quorum of one sometimes holds a
 #: write until the next ping), and ZooKeeper's default container check interval.

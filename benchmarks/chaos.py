@@ -23,12 +23,12 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# The chaos run (package chaosrun) lives beside the short test; spawned workers inherit sys.path.
-sys.path.insert(0, str(ROOT / "tests" / "chaos"))
+# The chaos run's engine (tests/chaos/chaosrun) lives beside its short test, in the
+# tests package; spawned workers inherit sys.path, so they import it the same way.
+sys.path.insert(0, str(ROOT))
 
-from chaosrun.config import SCHEDULE_KINDS, ChaosConfig  # noqa: E402
-from chaosrun.run import render, run_chaos  # noqa: E402
-
+from tests.chaos.chaosrun.config import SCHEDULE_KINDS, ChaosConfig  # noqa: E402
+from tests.chaos.chaosrun.run import render, run_chaos  # noqa: E402
 from zk_recipes import ZkClient  # noqa: E402
 from zk_recipes.testing import ZooKeeperCluster  # noqa: E402
 

@@ -30,15 +30,28 @@ fi
 # free ports, so the system ones are left alone (they do not get in the way).
 
 PYTHON="${PYTHON:-python3}"
-if [[ ! -x .venv/bin/python ]]; then
-    echo "==> creating .venv with $($PYTHON --version)"
-    "$PYTHON" -m venv .venv
-fi
-stamp=".venv/.zk-recipes-installed"
-want="$(cat pyproject.toml | sha256sum | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-    echo "==> installing Python dependencies into .venv"
-    .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-    .venv/bin/python -m pip install -q -e '.[dev]'
-    echo "$want" > "$stamp"
+
+# ensure_venv DIR EXTRAS: a venv in DIR with zk-recipes installed (editable) with
+# EXTRAS; skipped when pyproject.toml has not changed since the last install.
+ensure_venv() {
+    local venv="$1" extras="$2"
+    if [[ ! -x "$venv/bin/python" ]]; then
+        echo "==> creating $venv with $($PYTHON --version)"
+        "$PYTHON" -m venv "$venv"
+    fi
+    local stamp="$venv/.zk-recipes-installed"
+    local want
+    want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+    if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+        echo "==> installing zk-recipes[$extras] into $venv"
+        "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
+        "$venv/bin/python" -m pip install -q -e ".[$extras]"
+        echo "$want" > "$stamp"
+    fi
+}
+
+ensure_venv .venv dev
+# scripts/test.sh runs the core suite in a venv with the core and [test] only.
+if [[ "${1:-}" == "--core-venv" ]]; then
+    ensure_venv .venv-core test
 fi

@@ -6,7 +6,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/bootstrap.sh"
 cd "$ROOT"
 echo "== 1. The client: states, simulated expiry, protected create, guaranteed delete"
-.venv/bin/python example_projects/foundation_demo.py
+.venv/bin/python example_projects/foundation/foundation_demo.py
 echo
 echo "== 2. Locks: two workers take turns and write to a store that refuses stale tokens"
 .venv/bin/python example_projects/recipes/lock_example.py
@@ -15,4 +15,4 @@ echo "== 3. Leader election: three schedulers, one leader, failover; a selector'
 .venv/bin/python example_projects/recipes/leader_example.py
 echo
 echo "== 4. Celery: a singleton task on two workers, leader-only beat entries on two beats, kill -9 of the leader beat"
-.venv/bin/python example_projects/celery_demo.py
+.venv/bin/python example_projects/celery_site/celery_demo.py

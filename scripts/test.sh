@@ -1,22 +1,76 @@
 #!/usr/bin/env bash
 # The whole test suite: lint, types, then every test against real servers.
-# Extra arguments go to pytest (e.g. scripts/test.sh -k client -x).
+#
+# The core suite (tests/ without tests/integrations/) runs in .venv-core, which
+# has only the core and its [test] extra: it proves the core needs no framework.
+# The framework integrations' tests (tests/integrations/) run in .venv, which has
+# them all. Extra arguments go to both pytest runs (e.g. scripts/test.sh -k client -x);
+# given test paths, pytest runs once, in .venv, on those paths only.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$ROOT/scripts/bootstrap.sh"
+bash "$ROOT/scripts/bootstrap.sh" --core-venv
 cd "$ROOT"
 echo "==> ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 echo "==> mypy --strict"
 .venv/bin/mypy
-echo "==> pytest"
-set +e
-.venv/bin/python -m pytest "$@"
-rc=$?
-set -e
-if [[ $rc -eq 5 ]]; then
-    echo "pytest collected no tests: that is a failure here" >&2
-    exit 1
+
+# pytest's exit code 5 means it collected no test: a failure here, unless the
+# arguments select tests (-k, -m, ...) and the other run did run some.
+selecting=0
+paths=0
+for arg in "$@"; do
+    case "$arg" in
+        -k | -m | --lf | --last-failed | --deselect | -k* | -m*) selecting=1 ;;
+        -*) ;;
+        *) if [[ -e "${arg%%::*}" ]]; then paths=1; fi ;;
+    esac
+done
+
+run_pytest() {  # run_pytest VENV ARGS...; call it as `run_pytest ... || rc=$?`
+    local venv="$1"
+    shift
+    "$venv/bin/python" -m pytest "$@"
+}
+
+if ((paths)); then
+    echo "==> pytest (the given paths, in .venv)"
+    rc=0
+    run_pytest .venv "$@" || rc=$?
+    if [[ $rc -eq 5 ]]; then
+        echo "pytest collected no tests: that is a failure here" >&2
+        exit 1
+    fi
+    exit $rc
 fi
-exit $rc
+
+echo "==> no framework in .venv-core"
+.venv-core/bin/python - <<'PY'
+import importlib.util
+import sys
+
+found = [m for m in ("celery", "kombu", "redis", "django", "flask") if importlib.util.find_spec(m)]
+if found:
+    sys.exit(f".venv-core must hold the core and [test] only, but has {found}")
+PY
+echo "==> pytest: the core suite, in .venv-core"
+core=0
+run_pytest .venv-core --ignore=tests/integrations "$@" || core=$?
+echo "==> pytest: tests/integrations/, in .venv"
+integrations=0
+run_pytest .venv tests/integrations "$@" || integrations=$?
+
+# 5 (nothing collected) is a failure, unless a selection matched tests of the other run only.
+verdict() {  # verdict RC OTHER_RC NAME
+    if [[ $1 -ne 5 ]]; then
+        return "$1"
+    fi
+    if ((selecting)) && [[ $2 -ne 5 ]]; then
+        return 0
+    fi
+    echo "pytest collected no tests in the $3 run: that is a failure here" >&2
+    return 1
+}
+verdict "$core" "$integrations" "core" || exit $?
+verdict "$integrations" "$core" "integrations" || exit $?

@@ -1,6 +1,6 @@
 """A Celery project using zk-recipes: one run per account at a time, one beat sending.
 
-Run it with (``example_projects/celery_demo.py`` does all of this for you)::
+Run it with (``celery_demo.py`` beside it does all of this for you)::
 
     export REDIS_URL=redis://127.0.0.1:6379/0 ZK_HOSTS=127.0.0.1:2181 DEMO_LOG=/tmp/demo.jsonl
     celery -A proj worker -c 2        # on as many hosts as you like

@@ -16,7 +16,9 @@
     #   celery -A proj beat -S zk_recipes_celery.beat:LeaderScheduler
 
 One ZooKeeper session per process, made after fork, closed at shutdown
-(``_lifecycle``). See docs/celery.md.
+(``_lifecycle``). Importing this package changes nothing in Celery: the
+process-wide hooks are installed by ``install(app)``, the decorators and
+``LeaderScheduler`` (``_hooks``). See docs/integrations/celery.md.
 """
 
 from __future__ import annotations
@@ -28,16 +30,18 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "zk_recipes_celery needs Celery: install it with pip install 'zk-recipes[celery]'"
     ) from exc
 
+from zk_recipes_celery._abort import SingletonAborted
 from zk_recipes_celery._config import CeleryZkConfig, read_config
-from zk_recipes_celery._lifecycle import close_clients, get_client, install
-from zk_recipes_celery._metrics import beat_publish_dropped, counts, singleton_skipped
-from zk_recipes_celery._singleton import SingletonTask, singleton_task
-from zk_recipes_celery._singleton_run import (
-    SingletonAborted,
-    SingletonBusy,
-    SingletonRun,
-    current_singleton,
+from zk_recipes_celery._hooks import get_client, install
+from zk_recipes_celery._lifecycle import close_clients
+from zk_recipes_celery._metrics import (
+    beat_publish_dropped,
+    counts,
+    singleton_acquired,
+    singleton_skipped,
 )
+from zk_recipes_celery._singleton import SingletonTask, singleton_task
+from zk_recipes_celery._singleton_run import SingletonBusy, SingletonRun, current_singleton
 from zk_recipes_celery.beat import LeaderScheduler, leader_gated, leader_only
 
 __all__ = [
@@ -56,6 +60,7 @@ __all__ = [
     "leader_gated",
     "leader_only",
     "read_config",
+    "singleton_acquired",
     "singleton_skipped",
     "singleton_task",
 ]

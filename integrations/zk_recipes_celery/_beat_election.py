@@ -6,8 +6,8 @@ SUSPENDED drops leadership at once, so a beat cut off from ZooKeeper stops
 publishing before the server can expire its session and elect another; on
 LOST the latch joins again on the new session, without restarting beat.
 
-The gate, ``BeatElection.may_publish()``, is asked at the moment of
-publishing, in the scheduler's ``apply_entry`` (which can fail closed), never
+The gate asks ``BeatElection.role()`` once per due entry, in the scheduler's
+``is_due``, just before the entry is advanced and sent (``_beat_gate``), never
 in a signal handler (Celery swallows their exceptions, redbeat#208).
 """
 
@@ -49,7 +49,8 @@ class BeatElection:
         self._closed = threading.Event()
         self._decided = False
         self._last_leader: str | None = None
-        self._pid = os.getpid()
+        #: The process that made this election: after a fork it belongs to the parent.
+        self.pid = os.getpid()
         self.identifier = f"{socket.gethostname()}:{os.getpid()}"
 
     def join(self) -> None:
@@ -143,7 +144,7 @@ class BeatElection:
         with self._lock:
             self._closed.set()
             latch, self._latch = self._latch, None
-        if latch is not None and os.getpid() == self._pid:
+        if latch is not None and os.getpid() == self.pid:
             latch.close()
 
 
@@ -168,7 +169,7 @@ class _RoleLogger:
 def beat_election(app: Any = None) -> BeatElection:
     """This process's BeatElection for ``app`` (created on first use, not joined yet)."""
     state = app_state(app)
-    election = state.extras.get("beat_election")
-    if not isinstance(election, BeatElection) or election._pid != os.getpid():
-        election = state.extras["beat_election"] = BeatElection(state)
+    election = state.beat_election
+    if election is None or election.pid != os.getpid():
+        election = state.beat_election = BeatElection(state)
     return election

@@ -16,7 +16,8 @@
   ephemeral nodes vanish at once; ``ZkClient``'s ``atexit`` hook is the
   fallback. kill -9 leaves the nodes until the session times out.
 
-Hooks are process-wide and connected once; they look up the app when they
+The signal handlers here are connected by ``_hooks.install_once()``, never at
+import: they are process-wide, connected once, and look up the app when they
 fire (sentry-python's pattern).
 """
 
@@ -27,14 +28,17 @@ import os
 import signal
 import threading
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from billiard import current_process
-from celery import bootsteps, signals
+from celery import bootsteps
 from celery import current_app as _current_app
 
-from zk_recipes import ClientSettings, ProcessClient, ZkClient
+from zk_recipes import ClientSettings, ProcessClient
 from zk_recipes_celery._config import CeleryZkConfig, read_config
+
+if TYPE_CHECKING:
+    from zk_recipes_celery._beat_election import BeatElection
 
 log = logging.getLogger("zk_recipes.celery")
 
@@ -47,7 +51,9 @@ class AppState:
         self._lock = threading.Lock()
         self._config: CeleryZkConfig | None = None
         self.clients = ProcessClient(self._client_settings)
-        self.extras: dict[str, Any] = {}
+        #: This process's seat in the app's beat election (``_beat_election``), once
+        #: a beat asked for it; closed with the clients.
+        self.beat_election: BeatElection | None = None
 
     @property
     def config(self) -> CeleryZkConfig:
@@ -80,14 +86,10 @@ def app_state(app: Any = None) -> AppState:
         return state
 
 
-def get_client(app: Any = None, timeout: float | None = None) -> ZkClient:
-    """This process's connected ZkClient for ``app`` (default: the current app).
-
-    Created on first use in each process (never shared across fork), closed
-    at worker/beat shutdown. Raises ConfigurationError for bad settings and
-    ConnectTimeoutError if the ensemble cannot be reached within ``timeout``.
-    """
-    return app_state(app).clients.get(timeout)
+def existing_app_state(app: Any) -> AppState | None:
+    """``app``'s state if this process made one (a hook on any app must not make one)."""
+    with _states_lock:
+        return _states.get(app)
 
 
 def close_clients() -> None:
@@ -95,13 +97,12 @@ def close_clients() -> None:
     with _states_lock:
         states = list(_states.values())
     for state in states:
-        for closer in state.extras.values():
-            close = getattr(closer, "close", None)
-            if close is not None:
-                try:
-                    close()
-                except Exception:  # pragma: no cover - best effort at shutdown
-                    log.debug("closing %r failed", closer, exc_info=True)
+        election, state.beat_election = state.beat_election, None
+        if election is not None:
+            try:
+                election.close()
+            except Exception:  # pragma: no cover - best effort at shutdown
+                log.debug("closing %r failed", election, exc_info=True)
         state.clients.close()
 
 
@@ -131,19 +132,20 @@ class ZkRecipesStep(bootsteps.StartStopStep):  # type: ignore[misc]
         close_clients()
 
 
-def install(app: Any) -> None:
-    """Add the worker bootstep to ``app`` (idempotent). The decorators call this for you."""
+def add_worker_step(app: Any) -> None:
+    """Add the worker bootstep to ``app`` (idempotent)."""
     steps = app.steps["worker"]
     if ZkRecipesStep not in steps:
         steps.add(ZkRecipesStep)
 
 
-def _on_celeryd_init(sender: Any = None, instance: Any = None, **kwargs: Any) -> None:
+def on_celeryd_init(sender: Any = None, instance: Any = None, **kwargs: Any) -> None:
+    """A worker is being set up (its task modules are imported by now): give it our bootstep."""
     if instance is not None:
-        install(instance.app)
+        add_worker_step(instance.app)
 
 
-def _on_worker_process_init(**kwargs: Any) -> None:
+def on_worker_process_init(**kwargs: Any) -> None:
     state = app_state()
     try:
         state.config  # noqa: B018 - read now, log a bad setting in the child's log
@@ -154,7 +156,7 @@ def _on_worker_process_init(**kwargs: Any) -> None:
     _close_session_on_sigterm()
 
 
-def _on_shutdown(**kwargs: Any) -> None:
+def on_shutdown(**kwargs: Any) -> None:
     close_clients()
 
 
@@ -179,13 +181,3 @@ def _close_session_on_sigterm() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, on_sigterm)
-
-
-signals.celeryd_init.connect(_on_celeryd_init, weak=False, dispatch_uid="zk_recipes.celeryd_init")
-signals.worker_process_init.connect(
-    _on_worker_process_init, weak=False, dispatch_uid="zk_recipes.worker_process_init"
-)
-signals.worker_process_shutdown.connect(
-    _on_shutdown, weak=False, dispatch_uid="zk_recipes.worker_process_shutdown"
-)
-signals.worker_shutdown.connect(_on_shutdown, weak=False, dispatch_uid="zk_recipes.worker_shutdown")

@@ -1,4 +1,4 @@
-"""Counters for work the integration declined to do, and Celery signals for the same events.
+"""Counters for work the integration declined to do, and Celery signals for our events.
 
 Prometheus counters when ``prometheus-client`` is installed (``pip install
 'zk-recipes[metrics]'``), always a Celery signal and a log line. Counting
@@ -16,6 +16,10 @@ from celery.utils.dispatch import Signal
 #: Sent (sender=the task) when a singleton run is skipped because another run holds the key.
 #: Arguments: ``task_id``, ``key_path``, ``holder`` (owner metadata dict of the holder).
 singleton_skipped = Signal(name="zk_recipes_singleton_skipped")
+#: Sent (sender=the task) in the task's thread when a singleton run holds its key, just
+#: before its body starts. Arguments: ``task_id``, ``key_path``, ``run`` (the
+#: ``SingletonRun``: ``fencing_token``, ``lost``). A slow receiver delays the body.
+singleton_acquired = Signal(name="zk_recipes_singleton_acquired")
 #: Sent (sender=the scheduler) when a beat that is not the leader drops a due entry.
 #: Arguments: ``entry`` (the schedule entry name), ``task`` (task name), ``reason``.
 beat_publish_dropped = Signal(name="zk_recipes_beat_publish_dropped")

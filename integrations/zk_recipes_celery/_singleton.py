@@ -32,6 +32,7 @@ a jittered countdown) or ``raise`` (SingletonBusy).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
@@ -41,8 +42,12 @@ import celery
 from celery import current_task
 
 from zk_recipes import ConfigurationError, RecipeUsageError
+from zk_recipes_celery._abort import in_body
+from zk_recipes_celery._hooks import install_once
 from zk_recipes_celery._keys import KeySpec, check_key_names
 from zk_recipes_celery._singleton_run import (
+    ConflictPolicy,
+    LostPolicy,
     SingletonOptions,
     SingletonRun,
     current_singleton,
@@ -63,6 +68,7 @@ def _is_body_of(task: Any, body: Callable[..., Any]) -> bool:
     return False
 
 
+# The defaults live in SingletonOptions alone; the overloads give the types.
 @overload
 def singleton_task(fn: F) -> F: ...
 
@@ -71,55 +77,40 @@ def singleton_task(fn: F) -> F: ...
 def singleton_task(
     fn: None = None,
     *,
-    key: KeySpec = None,
-    on_conflict: str = "skip",
-    wait_timeout: float = 60.0,
-    retry_countdown: float = 5.0,
-    max_retries: int | None = None,
-    skip_result: Any = None,
-    on_lost: str = "flag",
-    redelivery_wait: float | None = None,
+    key: KeySpec = ...,
+    on_conflict: ConflictPolicy = ...,
+    wait_timeout: float = ...,
+    retry_countdown: float = ...,
+    max_retries: int | None = ...,
+    skip_result: Any = ...,
+    on_lost: LostPolicy = ...,
+    redelivery_wait: float | None = ...,
 ) -> Callable[[F], F]: ...
 
 
-def singleton_task(
-    fn: F | None = None,
-    *,
-    key: KeySpec = None,
-    on_conflict: str = "skip",
-    wait_timeout: float = 60.0,
-    retry_countdown: float = 5.0,
-    max_retries: int | None = None,
-    skip_result: Any = None,
-    on_lost: str = "flag",
-    redelivery_wait: float | None = None,
-) -> Any:
+def singleton_task(fn: F | None = None, **options: Any) -> Any:
     """Make a task run at most once at a time cluster-wide; stack it under ``@app.task``::
 
         @app.task(bind=True)
         @singleton_task(key=["account_id"])
         def sync_account(self, account_id): ...
 
-    See the module docstring and docs/celery.md for the options.
+    Options (defaults in ``SingletonOptions``): ``key``, ``on_conflict``
+    (``"skip"``, ``"wait"``, ``"retry"``, ``"raise"``), ``wait_timeout``,
+    ``retry_countdown``, ``max_retries``, ``skip_result``, ``on_lost``
+    (``"flag"``, ``"abort"``), ``redelivery_wait``. See the module docstring
+    and docs/integrations/celery.md.
     """
-    options = SingletonOptions(
-        key=key,
-        on_conflict=on_conflict,
-        wait_timeout=wait_timeout,
-        retry_countdown=retry_countdown,
-        max_retries=max_retries,
-        skip_result=skip_result,
-        on_lost=on_lost,
-        redelivery_wait=redelivery_wait,
-    )
+    checked = SingletonOptions.from_options("@singleton_task", options)
 
     def decorate(func: F) -> F:
+        install_once()
         if isinstance(func, celery.Task):
             raise ConfigurationError(
                 "@singleton_task goes UNDER @app.task (closer to the function), "
                 "or use @app.task(base=SingletonTask)"
             )
-        check_key_names(options.key, func)
+        check_key_names(checked.key, func)
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -136,13 +127,13 @@ def singleton_task(
             else:
                 key_fn = func
             return run_guarded(
-                task, options, key_fn, key_args, kwargs, lambda: func(*args, **kwargs)
+                task, checked, key_fn, key_args, kwargs, lambda: in_body(func, args, kwargs)
             )
 
         # Celery checks call arguments against getfullargspec(), which ignores
         # __wrapped__ but honours __signature__.
         wrapper.__signature__ = inspect.signature(func)  # type: ignore[attr-defined]
-        setattr(wrapper, _MARK, options)
+        setattr(wrapper, _MARK, checked)
         return wrapper  # type: ignore[return-value]
 
     if fn is not None:
@@ -150,36 +141,55 @@ def singleton_task(
     return decorate
 
 
+def _as_body(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def body(*args: Any, **kwargs: Any) -> Any:
+        return in_body(fn, args, kwargs)
+
+    return body
+
+
 class SingletonTask(celery.Task):  # type: ignore[misc]
     """Task base class form: ``@app.task(base=SingletonTask, singleton_key=["account_id"])``.
 
-    Class attributes ``singleton_<option>`` set the options of ``@singleton_task``.
+    Class attributes ``singleton_<option>`` set the options of ``@singleton_task``;
+    those not set keep ``SingletonOptions``' defaults.
     """
 
-    singleton_key: KeySpec = None
-    singleton_on_conflict = "skip"
-    singleton_wait_timeout = 60.0
-    singleton_retry_countdown = 5.0
-    singleton_max_retries: int | None = None
-    singleton_skip_result: Any = None
-    singleton_on_lost = "flag"
-    singleton_redelivery_wait: float | None = None
+    # Declared, not assigned: an attribute the task does not set takes the default.
+    singleton_key: KeySpec
+    singleton_on_conflict: ConflictPolicy
+    singleton_wait_timeout: float
+    singleton_retry_countdown: float
+    singleton_max_retries: int | None
+    singleton_skip_result: Any
+    singleton_on_lost: LostPolicy
+    singleton_redelivery_wait: float | None
 
     _singleton_options: SingletonOptions | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Celery makes a subclass per task (``@app.task(base=SingletonTask)``) when the
+        # app is finalized, which a worker does before it sends ``celeryd_init``.
+        super().__init_subclass__(**kwargs)
+        install_once()
+        # The body is ``run``, called by Celery's ``Task.__call__`` inside its own
+        # bookkeeping: ``on_lost="abort"`` may interrupt the body, never that.
+        run = cls.__dict__.get("run")
+        if isinstance(run, staticmethod):
+            cls.run = staticmethod(_as_body(run.__func__))
+        elif callable(run):
+            cls.run = _as_body(run)
 
     def _options(self) -> SingletonOptions:
         options = self._singleton_options
         if options is None:
-            options = SingletonOptions(
-                key=self.singleton_key,
-                on_conflict=self.singleton_on_conflict,
-                wait_timeout=self.singleton_wait_timeout,
-                retry_countdown=self.singleton_retry_countdown,
-                max_retries=self.singleton_max_retries,
-                skip_result=self.singleton_skip_result,
-                on_lost=self.singleton_on_lost,
-                redelivery_wait=self.singleton_redelivery_wait,
-            )
+            given = {
+                name: getattr(self, f"singleton_{name}")
+                for name in (f.name for f in dataclasses.fields(SingletonOptions))
+                if hasattr(self, f"singleton_{name}")
+            }
+            options = SingletonOptions.from_options(f"SingletonTask {self.name}", given)
             check_key_names(options.key, self.run)
             if hasattr(self.run, _MARK):
                 raise ConfigurationError(

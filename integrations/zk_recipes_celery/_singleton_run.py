@@ -11,30 +11,33 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import ctypes
 import dataclasses
 import logging
 import random
-import threading
 import urllib.parse
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, get_args
 
 from zk_recipes import (
     ConfigurationError,
     Lock,
-    LockLost,
     RecipeUsageError,
     ZkRecipesError,
 )
 from zk_recipes_celery import _metrics
+from zk_recipes_celery._abort import Interrupter, disarm_for_cleanup, pending
 from zk_recipes_celery._keys import KeySpec, key_segment
 from zk_recipes_celery._lifecycle import app_state
 
 log = logging.getLogger("zk_recipes.celery.singleton")
 
-CONFLICT_POLICIES = ("skip", "wait", "retry", "raise")
-LOST_POLICIES = ("flag", "abort")
+#: What a run does when another run holds its key (see ``_singleton``).
+ConflictPolicy = Literal["skip", "wait", "retry", "raise"]
+#: What a run does when its lock is lost with the session: set ``lost``, or abort.
+LostPolicy = Literal["flag", "abort"]
+#: The same, for the check of untyped callers' values.
+CONFLICT_POLICIES: tuple[str, ...] = get_args(ConflictPolicy)
+LOST_POLICIES: tuple[str, ...] = get_args(LostPolicy)
 
 
 class SingletonBusy(ZkRecipesError):
@@ -45,39 +48,45 @@ class SingletonBusy(ZkRecipesError):
         self.holder = holder or {}
 
 
-class SingletonAborted(LockLost):
-    """Raised inside a run with ``on_lost="abort"`` when its session was lost."""
-
-    def __init__(self, message: str = "") -> None:
-        super().__init__(
-            message
-            or "the singleton lock of this task run was lost with its ZooKeeper session; "
-            "another run may be executing now, so this one was aborted (on_lost='abort')"
-        )
-
-
 @dataclasses.dataclass(frozen=True)
 class SingletonOptions:
-    """How a singleton task locks; checked once, when the task is defined."""
+    """How a singleton task locks; checked once, when the task is defined.
+
+    The one place the options' defaults are written: ``@singleton_task(...)``
+    and ``SingletonTask``'s ``singleton_<option>`` attributes pass only what the
+    user gave.
+    """
 
     key: KeySpec = None
-    on_conflict: str = "skip"
+    on_conflict: ConflictPolicy = "skip"
     wait_timeout: float = 60.0
     retry_countdown: float = 5.0
     max_retries: int | None = None
     skip_result: Any = None
-    on_lost: str = "flag"
+    on_lost: LostPolicy = "flag"
     redelivery_wait: float | None = None
 
+    @classmethod
+    def from_options(cls, where: str, options: dict[str, Any]) -> SingletonOptions:
+        """Build from keyword options; an unknown name is a ConfigurationError naming ``where``."""
+        unknown = sorted(set(options) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ConfigurationError(
+                f"{where}: unknown option(s) {unknown}; the options are "
+                f"{[f.name for f in dataclasses.fields(cls)]}"
+            )
+        return cls(**options)
+
     def __post_init__(self) -> None:
-        if self.on_conflict not in CONFLICT_POLICIES:
+        # Literal types catch typos at the call site under mypy; untyped callers get this.
+        on_conflict: object = self.on_conflict
+        if on_conflict not in CONFLICT_POLICIES:
             raise ConfigurationError(
-                f"on_conflict must be one of {CONFLICT_POLICIES}, got {self.on_conflict!r}"
+                f"on_conflict must be one of {CONFLICT_POLICIES}, got {on_conflict!r}"
             )
-        if self.on_lost not in LOST_POLICIES:
-            raise ConfigurationError(
-                f"on_lost must be one of {LOST_POLICIES}, got {self.on_lost!r}"
-            )
+        on_lost: object = self.on_lost
+        if on_lost not in LOST_POLICIES:
+            raise ConfigurationError(f"on_lost must be one of {LOST_POLICIES}, got {on_lost!r}")
         for name in ("wait_timeout", "retry_countdown"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
@@ -147,32 +156,6 @@ def current_singleton() -> SingletonRun:
 
 
 # -- the guarded run ----------------------------------------------------------
-class _Interrupter:
-    """Raises SingletonAborted in the thread running the task, at its next bytecode.
-
-    Armed only while the body runs: ``disarm()`` also withdraws an exception
-    not delivered yet, so it can never land in Celery's tracer or a later task.
-    """
-
-    def __init__(self) -> None:
-        self._thread_id = threading.get_ident()
-        self._guard = threading.Lock()
-        self._armed = True
-
-    def fire(self, _lock: object = None) -> None:
-        with self._guard:
-            if self._armed:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                    ctypes.c_ulong(self._thread_id), ctypes.py_object(SingletonAborted)
-                )
-
-    def disarm(self) -> None:
-        with self._guard:
-            if self._armed:
-                self._armed = False
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id), None)
-
-
 def _holder(lock: Lock) -> dict[str, Any] | None:
     try:
         for contender in lock.contenders():
@@ -294,24 +277,25 @@ def _run_holding(
     task_id: str | None,
     call: Callable[[], Any],
 ) -> Any:
+    """Run ``call()`` (which reaches the body through ``_abort.in_body``), then release."""
     run = SingletonRun(lock, task_id, path)
-    interrupter = _Interrupter() if options.on_lost == "abort" else None
-    if interrupter is not None:
+    interrupter = None
+    if options.on_lost == "abort":
+        # As soon as we hold the lock: a loss from now on is recorded, and acted on
+        # when (and only while) the body runs; see _abort.
+        interrupter = Interrupter(lock)
         lock.on_lost(interrupter.fire)
     token = _current.set(run)
     request = task.request
     with contextlib.suppress(AttributeError):  # Celery's Context takes any attribute
         request.zk_singleton = run
     try:
-        return call()
+        _metrics.singleton_acquired.send(sender=task, task_id=task_id, key_path=path, run=run)
+        with pending(interrupter):
+            return call()
     finally:
         if interrupter is not None:
-            try:
-                interrupter.disarm()
-            except SingletonAborted:
-                # Fired as the body ended and delivered here, before the withdrawal:
-                # the body is over, so let the cleanup below run (the lock goes once).
-                interrupter.disarm()
+            disarm_for_cleanup(interrupter)  # in_body did; this is for a body never reached
         _current.reset(token)
         if run.lost:
             log.warning(

@@ -5,18 +5,22 @@ Two ways, sharing one election per beat process (``_beat_election``):
 - ``@leader_only`` (or ``@app.task(zk_leader_only=True)``) marks single
   tasks: any scheduler (PersistentScheduler, DatabaseScheduler, ...) sends
   them only from the leader beat while it is CONNECTED. The gate is in
-  ``celery.beat.Scheduler.apply_entry``, patched once when this package is
-  imported (the beat process imports it with the task modules): a beat that
-  is not the leader drops the entry with a log line, a counter and the
-  ``beat_publish_dropped`` signal.
+  ``celery.beat.Scheduler.apply_entry`` (``_beat_gate``), wrapped once when
+  the first ``@leader_only`` task is defined (the beat process imports the
+  task modules before it starts its scheduler), never by a plain import: a
+  beat that is not the leader drops the entry with a log line, a counter and
+  the ``beat_publish_dropped`` signal.
 - ``LeaderScheduler`` (``celery beat -S zk_recipes_celery.beat:LeaderScheduler``)
   gates every entry. It wraps the scheduler named by ``zk_recipes_beat_scheduler``
   (default PersistentScheduler; django-celery-beat's DatabaseScheduler
   works too). Standbys keep ticking: due entries are reserved (their
   ``last_run_at`` advances) but not sent, so a standby that takes over
-  does not fire a burst of "overdue" entries. While the role is unknown
-  (starting, or SUSPENDED) the scheduler neither sends nor advances: it
-  polls again shortly, and sends late rather than twice.
+  does not fire a burst of "overdue" entries.
+
+Either way the role is decided once per due entry, before the entry advances
+(``_beat_gate.decide``): while it is unknown (starting, or SUSPENDED) the entry
+neither goes out nor advances and is looked at again shortly, so it is sent
+late rather than twice, and never lost to a blip between two checks.
 
 Failover: a leader that closes (beat stopped) deletes its node at once; one
 that dies (kill -9) is replaced when the server expires its session, within
@@ -25,24 +29,25 @@ that dies (kill -9) is replaced when the server expires its session, within
 
 from __future__ import annotations
 
-import functools
-import logging
 from typing import Any, TypeVar
 
-from celery import beat, signals
+from celery import beat
 from celery.utils.imports import symbol_by_name
 
-from zk_recipes_celery import _metrics
-from zk_recipes_celery._beat_election import BeatElection, BeatRole, beat_election
+from zk_recipes_celery._beat_election import BeatRole, beat_election
+from zk_recipes_celery._beat_gate import (
+    LEADER_ONLY_MARK,
+    decide,
+    decided_role,
+    drop,
+    is_leader_only,
+)
+from zk_recipes_celery._hooks import install_once
 from zk_recipes_celery._lifecycle import app_state
 
-log = logging.getLogger("zk_recipes.celery.beat")
+__all__ = ["LeaderGate", "LeaderScheduler", "is_leader_only", "leader_gated", "leader_only"]
 
 F = TypeVar("F")
-
-_MARK = "__zk_recipes_leader_only__"
-#: How often a scheduler whose role is unknown looks again (seconds).
-UNKNOWN_ROLE_POLL = 0.2
 
 
 def leader_only(fn: F) -> F:
@@ -55,89 +60,9 @@ def leader_only(fn: F) -> F:
     Calls made outside beat (``.delay()`` from a web process or a shell) are
     not gated: the gate is about beat's schedule.
     """
-    setattr(fn, _MARK, True)
+    install_once()
+    setattr(fn, LEADER_ONLY_MARK, True)
     return fn
-
-
-def is_leader_only(task: Any) -> bool:
-    run = getattr(task, "run", None)
-    return bool(getattr(task, "zk_leader_only", False) or getattr(run, _MARK, False))
-
-
-def _drop(scheduler: Any, entry: Any, election: BeatElection, reason: str) -> None:
-    log.info(
-        "beat %s: not sending due task %s (%s): %s; leader: %s",
-        election.identifier,
-        entry.name,
-        entry.task,
-        reason,
-        election.leader_identifier() or "none",
-    )
-    _metrics.count("beat_dropped", task=entry.task)
-    _metrics.beat_publish_dropped.send(
-        sender=scheduler, entry=entry.name, task=entry.task, reason=reason
-    )
-
-
-# -- @leader_only: the gate inside every Scheduler --------------------------------
-_original_apply_entry = beat.Scheduler.apply_entry
-_original_service_sync = beat.Service.sync
-
-
-@functools.wraps(_original_apply_entry)
-def _apply_entry(self: Any, entry: Any, producer: Any = None) -> Any:
-    if not getattr(self, "_zk_gates_every_entry", False):
-        task = self.app.tasks.get(entry.task)
-        if task is not None and is_leader_only(task):
-            election = beat_election(self.app)
-            if not election.may_publish():
-                _drop(self, entry, election, "this beat is not the leader")
-                return None
-    return _original_apply_entry(self, entry, producer)
-
-
-@functools.wraps(_original_service_sync)
-def _service_sync(self: Any) -> Any:
-    """Beat is stopping (``Service.sync`` closes the scheduler): leave the election now,
-    so a standby takes over at once instead of after the session timeout."""
-    try:
-        return _original_service_sync(self)
-    finally:
-        state = app_state(self.app)
-        election = state.extras.pop("beat_election", None)
-        if isinstance(election, BeatElection):
-            election.close()
-            state.clients.close()
-
-
-if not getattr(beat.Scheduler.apply_entry, "_zk_recipes_patched", False):
-    _apply_entry._zk_recipes_patched = True  # type: ignore[attr-defined]
-    beat.Scheduler.apply_entry = _apply_entry
-    beat.Service.sync = _service_sync
-
-
-def _on_beat_init(sender: Any = None, **kwargs: Any) -> None:
-    """Join the election as soon as beat starts (the gate itself never relies on this)."""
-    app = getattr(sender, "app", None)
-    if app is None:
-        return
-    leader_only_entries = []
-    for name, entry in (app.conf.beat_schedule or {}).items():
-        task = app.tasks.get(entry.get("task"))
-        if task is None:
-            log.warning(
-                "beat: schedule entry %r names task %r, which is not registered in this "
-                "process: zk-recipes cannot tell whether it is @leader_only (import its module)",
-                name,
-                entry.get("task"),
-            )
-        elif is_leader_only(task):
-            leader_only_entries.append(name)
-    if leader_only_entries:
-        beat_election(app).join()
-
-
-signals.beat_init.connect(_on_beat_init, weak=False, dispatch_uid="zk_recipes.beat_init")
 
 
 # -- LeaderScheduler: gate every entry -------------------------------------------
@@ -147,28 +72,24 @@ class LeaderGate:
     _zk_gates_every_entry = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        install_once()  # `-S ...LeaderScheduler` may be all of zk-recipes this beat imports
         super().__init__(*args, **kwargs)
         self._zk_election = beat_election(self.app)  # type: ignore[attr-defined]
         self._zk_election.join()
-        self._zk_leading = False
 
-    def tick(self, *args: Any, **kwargs: Any) -> Any:
-        role = self._zk_election.role()
-        if role is BeatRole.UNKNOWN:
-            # Neither send nor advance the schedule: whoever turns out to lead sends
-            # these entries (late, never twice).
-            self._zk_leading = False
-            return min(UNKNOWN_ROLE_POLL, self.max_interval)  # type: ignore[attr-defined]
-        self._zk_leading = role is BeatRole.LEADER
-        return super().tick(*args, **kwargs)  # type: ignore[misc]
+    def is_due(self, entry: Any) -> Any:
+        return decide(self, entry, self._zk_election, super().is_due(entry))  # type: ignore[misc]
 
     def apply_entry(self, entry: Any, producer: Any = None) -> Any:
         election = self._zk_election
-        if not self._zk_leading:
-            _drop(self, entry, election, "standby (schedule kept in step)")
+        role = decided_role(self, entry)
+        if role is None:  # applied without is_due (not by tick): decide now
+            role = election.role()
+        if role is BeatRole.STANDBY:
+            drop(self, entry, election, "standby (schedule kept in step)")
             return None
-        if not election.may_publish(wait=0.0):
-            _drop(self, entry, election, "leadership or connection lost just now")
+        if role is not BeatRole.LEADER:
+            drop(self, entry, election, "this beat does not know whether it leads")
             return None
         return super().apply_entry(entry, producer)  # type: ignore[misc]
 
@@ -183,6 +104,7 @@ _gated_classes: dict[type, type] = {}
 
 def leader_gated(scheduler_cls: type) -> type:
     """A subclass of ``scheduler_cls`` that sends only from the leader beat (cached)."""
+    install_once()
     gated = _gated_classes.get(scheduler_cls)
     if gated is None:
         gated = type(

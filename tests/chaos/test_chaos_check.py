@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from chaosrun.check import check
-from chaosrun.store import connect, create, record_fault, table_for
+
+from .chaosrun.check import check
+from .chaosrun.store import connect, create, record_fault, table_for
 
 PATHS = ("/locks/a", "/locks/b")
 S = 1_000_000_000  # one second in ns

@@ -15,10 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from chaosrun.config import FAULT_KINDS, OVERLAP_KINDS, ChaosConfig
-from chaosrun.run import render, run_chaos
 
 from zk_recipes.testing import ZooKeeperCluster
+
+from .chaosrun.config import FAULT_KINDS, OVERLAP_KINDS, ChaosConfig
+from .chaosrun.run import render, run_chaos
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 

@@ -30,10 +30,9 @@ from zk_recipes.testing._install import (
     clear_installation_cache,
     find_installation,
 )
-from zk_recipes.testing._process import DEFAULT_JVM_OPTIONS, four_letter_word
+from zk_recipes.testing._process import DEFAULT_JVM_OPTIONS, four_letter_word, free_ports
 from zk_recipes.testing._proxy import TcpProxy, proxied_connect_string
 from zk_recipes.testing._recorder import StateRecorder, wait_until
-from zk_recipes.testing._redis import RedisServer
 from zk_recipes.testing._server import ZooKeeperServer
 
 __all__ = [
@@ -42,7 +41,6 @@ __all__ = [
     "HarnessError",
     "Installation",
     "JavaNotFoundError",
-    "RedisServer",
     "StateRecorder",
     "TcpProxy",
     "ZooKeeperCluster",
@@ -54,6 +52,7 @@ __all__ = [
     "expire_session_locally",
     "find_installation",
     "four_letter_word",
+    "free_ports",
     "proxied_connect_string",
     "wait_until",
 ]

@@ -16,17 +16,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 
-from zk_recipes._errors import ConfigurationError
+from zk_recipes import ConfigurationError
 from zk_recipes.testing._install import HarnessError, Installation, find_installation
 from zk_recipes.testing._process import (
     DEFAULT_JVM_OPTIONS,
     HOST,
     _make_directory,
     _Options,
-    _pick_ports,
     _PortTaken,
     _Resources,
     four_letter_word,
+    free_ports,
 )
 from zk_recipes.testing._proxy import TcpProxy
 from zk_recipes.testing._server import (
@@ -109,7 +109,7 @@ class ZooKeeperCluster:
         self._finalizer = weakref.finalize(self, self._resources.release)
         self._owned = owned
         self._started_once = False
-        ports = _pick_ports(3 * size)
+        ports = free_ports(3 * size)
         self.servers: list[ClusterMember] = [
             ClusterMember(
                 myid=i + 1,
@@ -156,7 +156,7 @@ class ZooKeeperCluster:
                     member.kill()
                 if self._started_once or attempt == 2:
                     raise
-                ports = _pick_ports(3 * len(self.servers))
+                ports = free_ports(3 * len(self.servers))
                 for i, member in enumerate(self.servers):
                     member._set_ports((ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]))
                 continue

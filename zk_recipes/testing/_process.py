@@ -30,7 +30,7 @@ from mirakuru import Executor, SimpleExecutor
 from mirakuru.base import ENV_UUID
 from mirakuru.exceptions import AlreadyRunning
 
-from zk_recipes._errors import ConfigurationError
+from zk_recipes import ConfigurationError
 from zk_recipes.testing._install import HarnessError
 from zk_recipes.testing._proxy import TcpProxy
 
@@ -118,8 +118,13 @@ def _ephemeral_port_floor() -> int:
         return 32768
 
 
-def _pick_ports(count: int) -> list[int]:
-    """Free ports *below* the ephemeral range, so no client socket can grab one across a restart."""
+def free_ports(count: int = 1) -> list[int]:
+    """``count`` free loopback ports for servers of a test (ZooKeeper, a broker, ...).
+
+    Picked *below* the ephemeral range, so that no client socket can grab one
+    while its server restarts. Free when picked: a server that fails to bind
+    should pick again.
+    """
     floor = _ephemeral_port_floor()
     held: list[socket.socket] = []
     try:

@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from zk_recipes._client.states import ConnectionState, StateChange
+from zk_recipes import ConnectionState, StateChange
 
 
 def wait_until(predicate: Callable[[], object], what: str, timeout: float = 10.0) -> None:

@@ -59,13 +59,13 @@ from zk_recipes.testing._process import (
     _make_directory,
     _ms,
     _Options,
-    _pick_ports,
     _PortTaken,
     _process_stopped,
     _Resources,
     _serving,
     _ZooKeeperExecutor,
     four_letter_word,
+    free_ports,
 )
 from zk_recipes.testing._proxy import TcpProxy
 
@@ -482,7 +482,7 @@ class ZooKeeperServer(_ServerBase):
         install = installation or find_installation()
         directory, owned = _make_directory(data_dir)
         resources = _Resources(directory if owned else None)
-        ports = _pick_ports(3)
+        ports = free_ports(3)
         super().__init__(
             name="standalone" if standalone_mode else "server.1",
             directory=directory,
@@ -510,7 +510,7 @@ class ZooKeeperServer(_ServerBase):
                 # Clients may know the port once it has served: never move it then.
                 if self._served_once or attempt == 2:
                     raise
-                ports = _pick_ports(3)
+                ports = free_ports(3)
                 self._set_ports((ports[0], ports[1], ports[2]))
 
     def _peer_line(self) -> dict[str, str]:

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from zk_recipes._client.client import ZkClient
+from zk_recipes import ZkClient
 from zk_recipes.testing._cluster import ZooKeeperCluster
 from zk_recipes.testing._proxy import TcpProxy
 from zk_recipes.testing._server import ZooKeeperServer

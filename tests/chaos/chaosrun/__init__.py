@@ -1,9 +1,9 @@
 """The chaos run, one package shared by the short test and the long benchmark.
 
-``tests/chaos/test_chaos_short.py`` imports it from beside itself (pytest puts
-``tests/chaos`` on ``sys.path``); ``benchmarks/chaos.py`` puts the same
-directory on ``sys.path`` first. Spawned workers inherit that path, so they
-import ``chaosrun.worker`` the same way. See docs/chaos.md.
+``tests/chaos/test_chaos_short.py`` imports it relatively (``tests`` is a
+package); ``benchmarks/chaos.py`` puts the repository root on ``sys.path``
+and imports ``tests.chaos.chaosrun``. Spawned workers inherit that path, so
+they import ``tests.chaos.chaosrun.worker`` the same way. See docs/chaos.md.
 
 - ``config``: the fault kinds and the one frozen configuration;
 - ``run``: the parent (workers, proxies, churn, orphans, the report);

@@ -1,10 +1,10 @@
 """A throwaway redis-server on loopback: the broker for Celery tests with real workers.
 
-Not ZooKeeper, but what a test of ``@singleton_task`` or beat HA needs beside
-it: Celery's tests must run real workers against a real broker (no mocks), and
-the Redis broker is the one most projects use. Uses Debian's ``redis-server``
-(or ``REDIS_SERVER``), nothing persisted, and speaks just enough RESP (PING,
-FLUSHALL) to need no client library.
+Not ZooKeeper, so not in ``zk_recipes.testing``, but what a test of
+``@singleton_task`` or beat HA needs beside it: real workers against a real
+broker (no mocks), and Redis is the broker most projects use. Uses Debian's
+``redis-server`` (or ``$REDIS_SERVER``), persists nothing, and speaks just
+enough RESP (PING, FLUSHALL) to need no client library.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from zk_recipes.testing._install import HarnessError
-from zk_recipes.testing._process import _pick_ports
+from zk_recipes.testing import HarnessError, free_ports
 
 _POLL = 0.05
 
@@ -55,7 +54,7 @@ class RedisServer:
         binary = find_redis_server()
         self.directory.mkdir(parents=True, exist_ok=True)
         for _ in range(attempts):
-            self.port = _pick_ports(1)[0]
+            self.port = free_ports(1)[0]
             argv = [
                 binary,
                 "--port", str(self.port),

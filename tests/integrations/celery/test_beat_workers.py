@@ -11,34 +11,39 @@ import pytest
 
 from zk_recipes import ZkClient
 from zk_recipes.testing import wait_until
+from zk_recipes_celery.testing import CeleryProcess, CeleryProject, Record
 
-from celery_workers._harness import SESSION_TIMEOUT, CeleryProcess, CeleryProject, Record
+from ._common import SESSION_TIMEOUT
 
 pytestmark = pytest.mark.slow
 
 WINDOW = 6.0
 ELECTION = "/celery/beat/proj"
 
-APP = textwrap.dedent(
-    """
+_CONFIG = """
     import os
 
     from celery import Celery
 
-    from _record import record
-    from zk_recipes_celery import leader_only
+    from zk_recipes_celery.testing import record
 
     app = Celery("proj", broker=os.environ["REDIS_URL"], backend=os.environ["REDIS_URL"])
     app.conf.broker_connection_retry_on_startup = True
     app.conf.zk_recipes_hosts = os.environ["ZK_HOSTS"]
     app.conf.zk_recipes_namespace = os.environ["ZK_NAMESPACE"]
     app.conf.zk_recipes_session_timeout = float(os.environ["ZK_SESSION_TIMEOUT"])
+"""
+
+#: Two tasks every second: ``gated`` from the leader beat only, ``ungated`` from every beat.
+APP = textwrap.dedent(
+    _CONFIG
+    + """
+    from zk_recipes_celery import leader_only
+
     app.conf.beat_schedule = {
         "gated": {"task": "proj.gated", "schedule": 1.0},
         "ungated": {"task": "proj.ungated", "schedule": 1.0},
     }
-    if os.environ.get("ONLY_PLAIN"):
-        app.conf.beat_schedule = {"plain": {"task": "proj.plain", "schedule": 1.0}}
 
 
     @app.task(name="proj.gated")
@@ -50,6 +55,15 @@ APP = textwrap.dedent(
     @app.task(name="proj.ungated")
     def ungated():
         record(task="ungated")
+    """
+)
+
+#: For ``-S zk_recipes_celery.beat:LeaderScheduler``, which is then all of zk-recipes the
+#: beat imports: the scheduler must install the hooks it needs by itself.
+PLAIN_APP = textwrap.dedent(
+    _CONFIG
+    + """
+    app.conf.beat_schedule = {"plain": {"task": "proj.plain", "schedule": 1.0}}
 
 
     @app.task(name="proj.plain")
@@ -137,8 +151,7 @@ def test_leader_only_is_sent_by_one_beat_and_fails_over_after_kill_9(
 def test_leader_scheduler_gates_every_entry_without_bursts(
     project: CeleryProject, zk_client: ZkClient
 ) -> None:
-    project.env["ONLY_PLAIN"] = "1"
-    module = project.write_app(APP)
+    module = project.write_app(PLAIN_APP)
     project.start_worker(module)
     beats = _two_beats(
         project, module, zk_client, scheduler="zk_recipes_celery.beat:LeaderScheduler"
@@ -160,9 +173,8 @@ def test_leader_scheduler_gates_every_entry_without_bursts(
 def test_leader_scheduler_graceful_stop_hands_over_at_once(
     project: CeleryProject, zk_client: ZkClient
 ) -> None:
-    project.env["ONLY_PLAIN"] = "1"
     project.env["ZK_SESSION_TIMEOUT"] = "20"  # a handover waiting for expiry would show
-    module = project.write_app(APP)
+    module = project.write_app(PLAIN_APP)
     project.start_worker(module)
     beats = _two_beats(
         project, module, zk_client, scheduler="zk_recipes_celery.beat:LeaderScheduler"

@@ -12,8 +12,9 @@ import pytest
 
 from zk_recipes import NoNodeError, ZkClient
 from zk_recipes.testing import wait_until
+from zk_recipes_celery.testing import CeleryProject, Record
 
-from celery_workers._harness import SESSION_TIMEOUT, CeleryProject, Record
+from ._common import SESSION_TIMEOUT
 
 pytestmark = pytest.mark.slow
 
@@ -25,8 +26,8 @@ APP = textwrap.dedent(
 
     from celery import Celery
 
-    from _record import record
     from zk_recipes_celery import current_singleton, singleton_task
+    from zk_recipes_celery.testing import record
 
     app = Celery("proj", broker=os.environ["REDIS_URL"], backend=os.environ["REDIS_URL"])
     app.conf.broker_connection_retry_on_startup = True

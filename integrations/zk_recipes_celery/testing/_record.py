@@ -1,11 +1,13 @@
 """``record(**fields)``: what a Celery app module under test writes for the test to read.
 
-The harness puts this file's directory on the ``PYTHONPATH`` of every worker and
-beat it starts, so an app module can ``from _record import record``. Each call
-appends one JSON line to ``$RECORD_FILE``: the fields, plus ``pid`` and ``t``
-(``time.time()``), which override fields of the same name. The line goes out in
-one ``os.write`` on a descriptor opened with ``O_APPEND``, so lines written at
-the same time by several processes (prefork children, beat) do not interleave.
+A task in a worker (or a prefork child, or beat) cannot hand a value back to
+the test except through the broker, and what a test of coordination wants to
+know is when each run started and ended, in which process. Each call appends
+one JSON line to ``$RECORD_FILE`` (set by :class:`CeleryProject` for every
+process it starts): the fields, plus ``pid`` and ``t`` (``time.time()``), which
+override fields of the same name. The line goes out in one ``os.write`` on a
+descriptor opened with ``O_APPEND``, so lines written at the same time by
+several processes do not interleave.
 """
 
 from __future__ import annotations

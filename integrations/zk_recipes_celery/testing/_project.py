@@ -1,14 +1,14 @@
-"""A harness for Celery tests with real workers, a real beat and a real Redis broker.
+"""Real ``celery worker`` and ``celery beat`` processes for a test, and what they record.
 
-- The broker: :class:`zk_recipes.testing.RedisServer` (see ``conftest.py``).
 - :class:`CeleryProject`: a temporary directory holding the app modules a test
-  writes, and every ``celery worker`` / ``celery beat`` started from it, each a
-  :class:`CeleryProcess` in its own process group, logging to its own file.
-- App modules read their configuration from the environment the harness gives
-  every process: ``REDIS_URL``, ``RECORD_FILE`` and :attr:`CeleryProject.env`.
-  They report what happened with ``from _record import record`` (see
-  ``_record.py``); the test reads that back with :meth:`CeleryProject.read_records`
-  and :meth:`CeleryProject.wait_records`.
+  writes (or a directory of yours), and every ``celery worker`` / ``celery beat``
+  started from it, each a :class:`CeleryProcess` in its own process group,
+  logging to its own file. :meth:`CeleryProject.close` stops them all, pool
+  children included, so no worker outlives its test.
+- Every process gets ``REDIS_URL``, ``RECORD_FILE`` and :attr:`CeleryProject.env`
+  in its environment. App modules report what happened with
+  :func:`zk_recipes_celery.testing.record`; the test reads it back with
+  :meth:`CeleryProject.read_records` and :meth:`CeleryProject.wait_records`.
 
 Every wait polls (every 50 ms) against a deadline; nothing sleeps for a fixed time.
 """
@@ -26,24 +26,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-REPO_ROOT = HERE.parents[1]
-#: The directory of ``_record.py``, put on every subprocess's ``PYTHONPATH``.
-RECORD_DIR = HERE
+from zk_recipes.testing import HarnessError
+
 POLL_INTERVAL = 0.05
 LOG_TAIL_LINES = 200
 #: The worker logs ``<name>@<host> ready.`` once it consumes (Celery's ``worker_ready``).
-#: Session timeout the worker tests give their Celery processes: short, since the
-#: kill -9 tests wait for it to expire.
-SESSION_TIMEOUT = 3.0
 WORKER_READY = " ready."
+#: Beat logs this once its service starts.
 BEAT_READY = "beat: Starting..."
 
+#: One line of ``RECORD_FILE``: the fields given to ``record()``, plus ``pid`` and ``t``.
 Record = dict[str, Any]
-
-
-class HarnessError(RuntimeError):
-    """A server or a Celery process did not start, or did not stop."""
 
 
 def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
@@ -188,7 +181,15 @@ class CeleryProcess:
 
 
 class CeleryProject:
-    """App modules in a temporary directory, and the Celery processes started from them."""
+    """App modules in a directory, and the Celery processes started from them.
+
+    ``base_dir`` holds ``app/`` (the modules :meth:`write_app` writes, the
+    processes' working directory, first on their ``PYTHONPATH``), ``logs/`` and
+    ``records.jsonl``. Give ``app_dir`` to run the modules of an existing project
+    instead, and ``pythonpath`` for more import roots. The processes run
+    ``python`` (this interpreter by default), so they import the packages
+    installed for the test run.
+    """
 
     def __init__(
         self,
@@ -196,15 +197,18 @@ class CeleryProject:
         redis_url: str,
         extra_env: Mapping[str, str] | None = None,
         *,
+        app_dir: Path | None = None,
+        pythonpath: Sequence[Path] = (),
         python: str = sys.executable,
     ) -> None:
         self.base_dir = base_dir
-        self.app_dir = base_dir / "app"
+        self.app_dir = app_dir or base_dir / "app"
         self.log_dir = base_dir / "logs"
         self.record_file = base_dir / "records.jsonl"
         for directory in (self.app_dir, self.log_dir):
             directory.mkdir(parents=True, exist_ok=True)
         self.redis_url = redis_url
+        self.pythonpath = list(pythonpath)
         self.python = python
         #: Extra environment for every process started after it is set (e.g. ``ZK_HOSTS``).
         self.env: dict[str, str] = dict(extra_env or {})
@@ -219,12 +223,7 @@ class CeleryProject:
         return module
 
     def subprocess_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
-        paths = [
-            str(self.app_dir),
-            str(RECORD_DIR),
-            str(REPO_ROOT),
-            str(REPO_ROOT / "integrations"),
-        ]
+        paths = [str(self.app_dir), *map(str, self.pythonpath)]
         inherited = os.environ.get("PYTHONPATH")
         if inherited:
             paths.append(inherited)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from celery_workers._harness import CeleryProject, Record
+from zk_recipes_celery.testing import CeleryProject, Record
 
 PLAIN_APP = textwrap.dedent(
     """
@@ -12,7 +12,7 @@ PLAIN_APP = textwrap.dedent(
 
     from celery import Celery
 
-    from _record import record
+    from zk_recipes_celery.testing import record
 
     app = Celery("proj", broker=os.environ["REDIS_URL"], backend=os.environ["REDIS_URL"])
     app.conf.broker_connection_retry_on_startup = True

@@ -1,10 +1,18 @@
-"""Fixtures for Celery tests with real workers and a real Redis broker (see ``_harness.py``).
+"""pytest fixtures for Celery tests with real workers and a real Redis broker.
 
-- ``redis_server`` (session): a ``redis-server`` on a free loopback port; ``.url``, ``.port``.
-- ``redis_url``: ``<redis_server.url>/0``, flushed for each test.
-- ``celery_project``: a :class:`CeleryProject` whose processes are stopped at
-  teardown; when the test failed, the tail of each process's log is printed then
-  (pytest shows it under "Captured stdout teardown").
+Opt in from your top-level ``conftest.py`` (with ZooKeeper's plugin beside it)::
+
+    pytest_plugins = [
+        "zk_recipes.testing.pytest_plugin",
+        "zk_recipes_celery.testing.pytest_plugin",
+    ]
+
+- ``redis_server`` (session): a :class:`RedisServer`; ``.url``, ``.port``.
+- ``redis_url``: ``<redis_server.url>/0``, flushed before each test.
+- ``celery_project``: a :class:`CeleryProject` in the test's ``tmp_path`` on
+  ``redis_url``; its processes are stopped at teardown and, when the test
+  failed, the tail of each process's log is printed then (pytest shows it under
+  "Captured stdout teardown"): a worker's log is where a failure's reason is.
 """
 
 from __future__ import annotations
@@ -14,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from zk_recipes.testing import HarnessError, RedisServer
-
-from celery_workers._harness import SESSION_TIMEOUT, CeleryProject
+from zk_recipes.testing import HarnessError
+from zk_recipes_celery.testing._project import CeleryProject
+from zk_recipes_celery.testing._redis import RedisServer
 
 _FAILED = pytest.StashKey[bool]()
 
@@ -36,7 +44,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     try:
         server = RedisServer(tmp_path_factory.mktemp("redis")).start()
     except HarnessError as exc:
-        pytest.fail(f"{exc} (run `bash scripts/bootstrap.sh`)")
+        pytest.fail(f"{exc} (Debian: apt-get install -y redis-server)")
     try:
         yield server
     finally:
@@ -62,13 +70,3 @@ def celery_project(
     finally:
         if (not closed or request.node.stash.get(_FAILED, False)) and project.processes:
             print(project.logs_report())
-
-
-@pytest.fixture
-def project(celery_project: CeleryProject, zk_hosts: str, zk_namespace: str) -> CeleryProject:
-    """``celery_project`` whose apps read ZK_HOSTS, ZK_NAMESPACE and ZK_SESSION_TIMEOUT:
-    this test's server and namespace, and SESSION_TIMEOUT unless a test overrides it."""
-    celery_project.env["ZK_HOSTS"] = zk_hosts
-    celery_project.env["ZK_NAMESPACE"] = zk_namespace
-    celery_project.env["ZK_SESSION_TIMEOUT"] = str(SESSION_TIMEOUT)
-    return celery_project

@@ -1,7 +1,8 @@
-"""zk-recipes in a real Celery deployment: run `python example_projects/celery_demo.py`.
+"""zk-recipes in a real Celery deployment, driven end to end (``scripts/demo.sh``, part 4).
 
-Starts a throwaway ZooKeeper and redis-server, then real `celery -A proj`
-processes on the project in ``example_projects/celery_site``:
+Run it with ``python example_projects/celery_site/celery_demo.py``. It starts a
+throwaway ZooKeeper and redis-server, then real ``celery -A proj`` processes on
+the project beside this driver (``proj.py``):
 
 1. two prefork workers (2 processes each) get 10 concurrent ``sync_account(42)``
    and 2 ``sync_account(7)``: runs of one account never overlap, the extra
@@ -31,9 +32,10 @@ from typing import Any
 from celery import Celery
 
 from zk_recipes import NoNodeError, WatchEvent, ZkClient
-from zk_recipes.testing import RedisServer, ZooKeeperServer
+from zk_recipes.testing import ZooKeeperServer
+from zk_recipes_celery.testing import RedisServer
 
-SITE = Path(__file__).resolve().parent / "celery_site"
+SITE = Path(__file__).resolve().parent  # proj.py is beside this driver
 SESSION_TIMEOUT = 4.0  # proj.py's zk_recipes_session_timeout
 ELECTION = "/celery/beat/proj"  # <prefix>/beat/<app name>
 WINDOW = 5.0

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
-from typing import Any
+from typing import Any, Literal
 
 import pytest
-from celery import Celery, _state
+from celery import Celery
 from celery import beat as celery_beat
 
 import zk_recipes_celery as zc
@@ -28,21 +27,6 @@ from zk_recipes import (
 )
 from zk_recipes.testing import expire_session, wait_until
 from zk_recipes_celery import SingletonBusy, SingletonTask, current_singleton, singleton_task
-
-
-@pytest.fixture
-def app(zk_hosts: str, zk_namespace: str) -> Iterator[Celery]:
-    app = Celery("t", broker="memory://", backend="cache+memory://", set_as_current=False)
-    app.conf.task_always_eager = True
-    app.conf.zk_recipes_hosts = zk_hosts
-    app.conf.zk_recipes_namespace = zk_namespace
-    app.conf.zk_recipes_session_timeout = 3.0
-    yield app
-    zc.close_clients()
-    app.close()
-    # Concurrent eager calls race on Celery's global "inside a task" flag (each saves
-    # and restores it), which can leave it set: reset it for the tests that follow.
-    _state._set_task_join_will_block(False)
 
 
 def _in_threads(app: Celery, n: int, fn: Any) -> list[Any]:
@@ -214,7 +198,9 @@ def test_callable_key_and_values_without_canonical_json(app: Celery) -> None:
 
 
 @pytest.mark.parametrize("policy", ["raise", "wait"])
-def test_raise_and_wait_policies(app: Celery, zk_client: ZkClient, policy: str) -> None:
+def test_raise_and_wait_policies(
+    app: Celery, zk_client: ZkClient, policy: Literal["raise", "wait"]
+) -> None:
     spans: list[tuple[float, float]] = []
     gate = _Gate()
 
@@ -349,8 +335,15 @@ def test_misuse_fails_at_once(app: Celery) -> None:
     with pytest.raises(ConfigurationError, match="list of argument names"):
         singleton_task(key="x")
 
+    # mypy refuses these at the call site (Literal types); untyped callers get the check.
     with pytest.raises(ConfigurationError, match="on_conflict"):
-        singleton_task(on_conflict="queue")
+        singleton_task(on_conflict="queue")  # type: ignore[call-overload]
+
+    with pytest.raises(ConfigurationError, match="on_lost"):
+        singleton_task(on_lost="ignore")  # type: ignore[call-overload]
+
+    with pytest.raises(ConfigurationError, match=r"unknown option\(s\) \['on_conflit'\]"):
+        singleton_task(on_conflit="wait")  # type: ignore[call-overload]
 
     def wrong_order() -> None:
         pass
@@ -472,3 +465,15 @@ def test_key_names_caught_by_var_kwargs(app: Celery) -> None:
     assert flexible("y", tenant="a", verbose=True) == tenant_a
     assert flexible("x", tenant="b") != tenant_a
     assert flexible("x") != flexible("x", tenant=None), "absent differs from an explicit None"
+
+
+def test_singleton_task_attributes_change_only_the_options_they_name(app: Celery) -> None:
+    from zk_recipes_celery._singleton_run import SingletonOptions
+
+    @app.task(
+        name="t.attrs", base=SingletonTask, singleton_on_conflict="raise", singleton_wait_timeout=3
+    )
+    def attrs() -> None:
+        pass
+
+    assert attrs._options() == SingletonOptions(on_conflict="raise", wait_timeout=3)

@@ -1,0 +1,1 @@
+"""Tests of the framework integrations, one folder per framework (skipped without it)."""

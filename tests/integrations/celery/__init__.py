@@ -1,0 +1,5 @@
+"""Celery integration tests: in-process (eager) and with real workers, beats and Redis."""
+
+import pytest
+
+pytest.importorskip("celery")

@@ -1,0 +1,5 @@
+"""Django integration tests (pytest-django); skipped where Django is not installed."""
+
+import pytest
+
+pytest.importorskip("django")

@@ -1,0 +1,1 @@
+"""Tests of the real-ZooKeeper harness and its pytest plugin (``zk_recipes.testing``)."""
