@@ -57,26 +57,9 @@ ALLOWED_EDGES: dict[str, frozenset[str]] = {
     "discovery": frozenset({"_nodes", "_cache"}),
 }
 
-#: Violations known today and waiting for a core change, each with the reason. The
-#: test fails on any violation not listed here, and on an entry that no longer
-#: occurs (delete it then): the list only shrinks.
-#: The value types (CreateMode, WatchEvent, ZnodeStat) still live in the kazoo adapter;
-#: they move to a kazoo-free ``_types`` module (architecture review §4 item 1).
-PENDING: frozenset[str] = frozenset(
-    f"{path}: imports {KAZOO_ADAPTER}"
-    for path in (
-        "zk_recipes/_barriers/barrier.py",
-        "zk_recipes/_counters/atomic.py",
-        "zk_recipes/_counters/shared_count.py",
-        "zk_recipes/_internals/contenders.py",
-        "zk_recipes/_leader/latch.py",
-        "zk_recipes/_leader/selector.py",
-        "zk_recipes/_locks/rwlock.py",
-        "zk_recipes/_locks/semaphore.py",
-        "zk_recipes/_nodes/group_member.py",
-        "zk_recipes/_nodes/persistent_node.py",
-    )
-)
+#: Violations known and not fixed yet: empty. A new violation fails the test; an
+#: entry added here must come with an issue that removes it.
+PENDING: frozenset[str] = frozenset()
 
 
 def _module_name(root: Path, path: Path) -> str:

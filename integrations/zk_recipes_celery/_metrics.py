@@ -14,7 +14,7 @@ from typing import Any
 from celery.utils.dispatch import Signal
 
 #: Sent (sender=the task) when a singleton run is skipped because another run holds the key.
-#: Arguments: ``task_id``, ``key_path``, ``holder`` (owner metadata dict of the holder).
+#: Arguments: ``task_id``, ``key_path``, ``holder`` (the holder's ``zk_recipes.Owner``).
 singleton_skipped = Signal(name="zk_recipes_singleton_skipped")
 #: Sent (sender=the task) in the task's thread when a singleton run holds its key, just
 #: before its body starts. Arguments: ``task_id``, ``key_path``, ``run`` (the

@@ -21,6 +21,7 @@ from typing import Any, Literal, get_args
 from zk_recipes import (
     ConfigurationError,
     Lock,
+    Owner,
     RecipeUsageError,
     ZkRecipesError,
 )
@@ -43,9 +44,10 @@ LOST_POLICIES: tuple[str, ...] = get_args(LostPolicy)
 class SingletonBusy(ZkRecipesError):
     """Another run holds this task's key (``on_conflict="raise"``, or a wait timed out)."""
 
-    def __init__(self, message: str = "", *, holder: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str = "", *, holder: Owner | None = None) -> None:
         super().__init__(message)
-        self.holder = holder or {}
+        #: Who holds the key (an empty Owner when it could not be read).
+        self.holder = holder if holder is not None else Owner()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,12 +158,11 @@ def current_singleton() -> SingletonRun:
 
 
 # -- the guarded run ----------------------------------------------------------
-def _holder(lock: Lock) -> dict[str, Any] | None:
+def _holder(lock: Lock) -> Owner | None:
     try:
         for contender in lock.contenders():
             if contender.is_holder:
-                owner = dataclasses.asdict(contender.owner)
-                return {k: v for k, v in owner.items() if v is not None}
+                return contender.owner
     except ZkRecipesError:
         log.debug("reading the holder of %s failed", lock.path, exc_info=True)
     return None
@@ -192,10 +193,10 @@ def run_guarded(
     client = state.clients.get()
     lock = Lock(client, path, identifier=task_id)
     acquired = lock.acquire(blocking=False)
-    holder: dict[str, Any] | None = None
+    holder: Owner | None = None
     if not acquired:
         holder = _holder(lock)
-        if task_id is not None and holder is not None and holder.get("id") == task_id:
+        if task_id is not None and holder is not None and holder.id == task_id:
             # The same task id holds it: a redelivery after its worker died (the dead
             # session expires soon), or a retry published before our last attempt let go.
             wait = options.redelivery_wait
@@ -225,7 +226,7 @@ def _on_conflict(
     lock: Lock,
     path: str,
     task_id: str | None,
-    holder: dict[str, Any] | None,
+    holder: Owner | None,
     direct: bool,
 ) -> bool:
     """Apply the conflict policy: True if we hold the lock after all, False to skip."""
@@ -258,15 +259,8 @@ def _on_conflict(
     return False
 
 
-def _describe(holder: dict[str, Any] | None) -> str:
-    if not holder:
-        return "another process"
-    parts = [
-        f"task {holder['id']}" if holder.get("id") else "",
-        str(holder.get("host") or ""),
-        f"pid {holder['pid']}" if holder.get("pid") else "",
-    ]
-    return " ".join(p for p in parts if p) or "another process"
+def _describe(holder: Owner | None) -> str:
+    return str(holder) if holder else "another process"
 
 
 def _run_holding(

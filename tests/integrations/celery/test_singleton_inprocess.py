@@ -222,7 +222,9 @@ def test_raise_and_wait_policies(
     if policy == "raise":
         busy = [r for r in results if isinstance(r, SingletonBusy)]
         assert len(busy) == 1
-        assert busy[0].holder["pid"] > 0
+        pid = busy[0].holder.pid
+        assert pid is not None
+        assert pid > 0
     else:
         assert sorted(results) == [0, 1]
         (_, a1), (b0, _) = sorted(spans)
