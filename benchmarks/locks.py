@@ -38,7 +38,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from _common import (
     Counter,
@@ -64,7 +64,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import LockTimeout as KazooLockTimeout
 
 import zk_recipes
-from zk_recipes import Lock, ZkClient
+from zk_recipes import Lock, LockLike, ZkClient
 
 SECTIONS = ("uncontended", "handoff", "contended", "watch")
 IMPLS = ("kazoo_lock", "ours")
@@ -95,11 +95,6 @@ class Settings:
         if quick:
             return cls(300, 50, 5, (2, 8), 2.0, (1, 10, 100), 50, 0.3, 0.5, 10.0, 100)
         return cls(2000, 200, 5, (2, 8, 32), 5.0, (1, 10, 100, 1000), 50, 0.5, 2.0, 10.0, 500)
-
-
-class LockLike(Protocol):
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool: ...
-    def release(self) -> object: ...
 
 
 # -- clients and locks, for kazoo's Lock and ours ------------------------------------------

@@ -22,7 +22,13 @@ from zk_recipes import (
     RecipeUsageError,
     ZkClient,
 )
-from zk_recipes.testing import StateRecorder, TcpProxy, expire_session, wait_until
+from zk_recipes.testing import (
+    StateRecorder,
+    TcpProxy,
+    ZooKeeperServer,
+    expire_session,
+    wait_until,
+)
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 NODE_NAME = re.compile(r"_c_[0-9a-f-]{36}-lock-\d{10}")
@@ -255,6 +261,54 @@ def test_deleting_the_leaders_node_cancels_its_term(zk_client_factory: ClientFac
     assert ctx.cancelled.wait(10)
     assert ctx.reason == "node deleted"
     terms.wait_ended()
+    selector.close()
+
+
+@pytest.mark.slow
+def test_session_policy_notices_a_deleted_node_after_a_reconnect(
+    zk_private_server: ZooKeeperServer, zk_proxy: TcpProxy, zk_client_factory: ClientFactory
+) -> None:
+    # F4: kazoo drops the node watch on a disconnect; on the same session the
+    # term rightly goes on, and a deletion afterwards must still cancel it.
+    client = zk_client_factory(hosts=zk_proxy.connect_string)
+    admin = zk_client_factory(hosts=zk_private_server.connect_string)
+    states = StateRecorder()
+    client.add_listener(states)
+    terms = Terms()
+    selector = LeaderSelector(client, "/rearm", terms, error_policy=ErrorPolicy.SESSION).start()
+    ctx = terms.wait_started()
+    session = client.session_id
+    mark = states.mark()
+    zk_proxy.cut()
+    states.wait_for(ConnectionState.SUSPENDED, after=mark)
+    time.sleep(0.3)
+    zk_proxy.heal()
+    states.wait_for(ConnectionState.RECONNECTED, after=mark)
+    assert client.session_id == session
+    assert not ctx.cancelled.wait(0.5)
+    assert selector.has_leadership()
+    deleted_at = time.monotonic()
+    admin.delete(ctx.node)
+    assert ctx.cancelled.wait(1.0), "the deletion went unnoticed after the reconnect"
+    assert time.monotonic() - deleted_at < 1.0
+    assert ctx.reason in ("node deleted", "LOST")
+    assert not selector.has_leadership()
+    selector.close()
+
+
+def test_closing_the_client_cancels_a_running_term_within_a_second(
+    zk_client_factory: ClientFactory,
+) -> None:
+    client = zk_client_factory()
+    terms = Terms()
+    selector = LeaderSelector(client, "/client-closed", terms).start()
+    ctx = terms.wait_started()
+    closed_at = time.monotonic()
+    client.close()
+    assert not selector.has_leadership()
+    assert ctx.cancelled.wait(1.0)
+    assert time.monotonic() - closed_at < 1.0
+    assert ctx.reason == "closed"
     selector.close()
 
 

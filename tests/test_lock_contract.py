@@ -1,9 +1,10 @@
 """One contract, every lock-like recipe: exclusion, FIFO, non-blocking, timeouts, misuse.
 
-Each entry of FACTORIES makes a fresh lock-like object for (client, path).
-Lock-likes share the verbs ``acquire(blocking=True, timeout=None) -> bool``,
-``release()``, ``with``, ``acquired(timeout)``, ``is_held()``,
-``fencing_token`` and ``lost``.
+Each entry of FACTORIES makes a fresh lock-like object for (client, path):
+every one is a ``zk_recipes.LockLike`` — ``acquire(blocking=True,
+timeout=None) -> bool``, ``release()``, ``with``, ``acquired(timeout)``,
+``is_held()``, ``check()``, ``fencing_token``, ``lost``, ``on_lost``,
+``cancel()`` and ``contenders()``.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
 
 import pytest
 
 from zk_recipes import (
     ClientStateError,
     Lock,
+    LockLike,
     LockTimeout,
     MultiLock,
     ReadWriteLock,
@@ -29,85 +30,16 @@ from zk_recipes import (
 )
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
-
-class LockLike(Protocol):
-    lost: threading.Event
-
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool: ...
-    def release(self) -> None: ...
-    def is_held(self) -> bool: ...
-    @property
-    def fencing_token(self) -> int: ...
-    def acquired(self, timeout: float) -> Any: ...
-    def __enter__(self) -> Any: ...
-    def __exit__(self, *exc: object) -> None: ...
-
-
 Factory = Callable[[ZkClient, str], LockLike]
 
-
-class _ContenderLister:
-    def __init__(self, list_nodes: Callable[[], list[str]]) -> None:
-        self._list_nodes = list_nodes
-
-    def get_children(self, path: str) -> list[str]:
-        return self._list_nodes()
-
-
-class ContractView:
-    """A lock-like recipe whose ``client.get_children(path)`` lists its contenders.
-
-    The contract suite counts a queue as the children of ``lock.path``; a
-    semaphore's contenders are spread over ``locks/`` and ``leases/`` and a
-    MultiLock has no path of its own, so the view answers with one entry per
-    contender instead. Everything else is passed through.
-    """
-
-    def __init__(self, lock: Any, list_nodes: Callable[[], list[str]], path: str) -> None:
-        self.lock = lock
-        self.client = _ContenderLister(list_nodes)
-        self.path = path
-        self.lost: threading.Event = lock.lost
-
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        return bool(self.lock.acquire(blocking, timeout))
-
-    def release(self) -> None:
-        self.lock.release()
-
-    def is_held(self) -> bool:
-        return bool(self.lock.is_held())
-
-    @property
-    def fencing_token(self) -> int:
-        return int(self.lock.fencing_token)
-
-    def acquired(self, timeout: float) -> Any:
-        return self.lock.acquired(timeout)
-
-    def __enter__(self) -> ContractView:
-        self.lock.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.lock.__exit__(*exc)
-
-    @classmethod
-    def of(cls, lock: Semaphore | SemaphoreMutex) -> ContractView:
-        return cls(lock, lambda: [c.path for c in lock.contenders()], lock.path)
-
-
 FACTORIES: dict[str, Factory] = {
-    "Lock": lambda client, path: Lock(client, path),
-    "RLock": lambda client, path: RLock(client, path),
+    "Lock": Lock,
+    "RLock": RLock,
     # The read half is shared, so only the write half is an exclusive lock.
     "ReadWriteLock.write_lock": lambda client, path: ReadWriteLock(client, path).write_lock,
-    # Their contenders span two directories (or several paths): a view counts them.
-    "SemaphoreMutex": lambda client, path: ContractView.of(SemaphoreMutex(client, path)),
-    "Semaphore(1)": lambda client, path: ContractView.of(Semaphore(client, path, 1)),
-    "MultiLock([Lock])": lambda client, path: ContractView(
-        MultiLock([Lock(client, path)]), lambda: client.get_children(path), path
-    ),
+    "SemaphoreMutex": SemaphoreMutex,
+    "Semaphore(1)": lambda client, path: Semaphore(client, path, 1),
+    "MultiLock([Lock])": lambda client, path: MultiLock([Lock(client, path)]),
 }
 
 
@@ -178,8 +110,8 @@ def _wait_for_queue(lock: LockLike, length: int) -> None:
 
 
 def first_client_children(lock: LockLike) -> list[str]:
-    client: ZkClient = lock.client  # type: ignore[attr-defined]
-    return client.get_children(lock.path)  # type: ignore[attr-defined]
+    """Everyone queued for ``lock`` (holder included), once each."""
+    return [contender.path for contender in lock.contenders()]
 
 
 def test_non_blocking_and_timeout(make_lock: Factory, zk_client_factory: ClientFactory) -> None:
@@ -295,3 +227,51 @@ def test_a_waiter_wakes_when_its_client_is_closed(
     assert isinstance(outcome[0], ClientStateError)
     assert len(first_client_children(holder)) == 1  # the waiter's node went with its session
     holder.release()
+
+
+def test_every_recipe_is_a_lock_like(make_lock: Factory, zk_client: ZkClient) -> None:
+    # mypy checks FACTORIES against the LockLike protocol; this checks the objects.
+    lock = make_lock(zk_client, "/protocol")
+    for name in (
+        "acquire",
+        "release",
+        "is_held",
+        "check",
+        "fencing_token",
+        "on_lost",
+        "cancel",
+        "contenders",
+        "acquired",
+        "__enter__",
+        "__exit__",
+    ):
+        assert hasattr(type(lock), name), name
+    assert isinstance(lock.lost, threading.Event)
+
+
+def test_cancel_ends_every_waiting_acquire_at_once(
+    make_lock: Factory, zk_client_factory: ClientFactory
+) -> None:
+    holder = make_lock(zk_client_factory(), "/cancel")
+    waiter = make_lock(zk_client_factory(), "/cancel")
+    assert holder.acquire(timeout=5)
+    results: list[bool] = []
+
+    def wait() -> None:
+        results.append(waiter.acquire(timeout=30))
+
+    threads = [threading.Thread(target=wait) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    _wait_for_queue(holder, 2)
+    cancelled_at = time.monotonic()
+    waiter.cancel()
+    for thread in threads:
+        thread.join(5)
+    assert results == [False, False]
+    assert time.monotonic() - cancelled_at < 1.0, "cancel() must end the waits at once"
+    assert len(first_client_children(holder)) == 1, "a cancelled waiter left its node"
+    # Only the waits in progress were cancelled.
+    holder.release()
+    assert waiter.acquire(timeout=5)
+    waiter.release()

@@ -314,6 +314,34 @@ def test_an_existing_persistent_node_is_adopted_and_given_our_data(
     assert other.exists("/p/n") is None
 
 
+def test_an_ephemeral_node_neither_adopts_nor_deletes_a_persistent_one(
+    zk_client_factory: ClientFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Adopting it would make it outlive this process; deleting it could destroy
+    # someone's data: CONFLICT, said once, until the persistent node goes.
+    client, other = zk_client_factory(), zk_client_factory()
+    other.create("/taken/n", b"someone's data", parents=True)
+    events: list[PersistentNodeEvent] = []
+    node = PersistentNode(client, "/taken/n", b"ours")
+    node.add_listener(events.append)
+    with caplog.at_level(logging.ERROR, logger="zk_recipes.nodes"):
+        node.start()
+        wait_until(lambda: events, "a CONFLICT event", 5)
+    assert node.state is PersistentNodeState.CONFLICT
+    assert events[0].state is PersistentNodeState.CONFLICT
+    assert events[0].owner == 0
+    assert "PERSISTENT node" in caplog.text
+    assert "belongs to session 0x0" not in caplog.text
+    assert other.get("/taken/n")[0] == b"someone's data"
+    assert not node.wait_for_initial_create(0.3)
+    other.delete("/taken/n")
+    assert node.wait_for_initial_create(10)
+    stat = other.exists("/taken/n")
+    assert stat is not None
+    assert stat.ephemeral_owner == client.session_id
+    node.close()
+
+
 def test_ttl_node_is_created_and_recreated_after_the_server_expires_it(
     zk_client_factory: ClientFactory,
 ) -> None:

@@ -284,3 +284,43 @@ def test_a_lost_session_loses_the_read_lock(zk_client_factory: ClientFactory) ->
     assert writer.write_lock.is_held()
     writer.write_lock.release()
     assert "LOST" not in repr(rw.read_lock)
+
+
+def test_downgrade_is_refused_once_the_write_lock_was_lost(
+    zk_client_factory: ClientFactory,
+) -> None:
+    # F6: a read node made at a lost writer's place would sort ahead of the new
+    # writer and be granted at once: a reader and a writer together.
+    client, other = zk_client_factory(), zk_client_factory()
+    rw = ReadWriteLock(client, "/lost-writer")
+    assert rw.write_lock.acquire(timeout=5)
+    expire_session(client)
+    rival = ReadWriteLock(other, "/lost-writer")
+    assert rival.write_lock.acquire(timeout=10)
+    with pytest.raises(LockLost, match="cannot be downgraded"):
+        rw.read_lock.acquire(timeout=1)
+    assert not any(READ_TOKEN in name for name in other.get_children("/lost-writer"))
+    assert rival.write_lock.is_held()
+    rw.write_lock.release()
+    rival.write_lock.release()
+
+
+def test_downgrade_is_refused_when_the_writers_node_is_gone(
+    zk_client_factory: ClientFactory,
+) -> None:
+    # The session lives, but someone deleted the writer's node: the read node is
+    # made in one multi with a check of the writer's node, so it never appears.
+    client, admin = zk_client_factory(), zk_client_factory()
+    rw = ReadWriteLock(client, "/deleted-writer")
+    assert rw.write_lock.acquire(timeout=5)
+    node = rw.write_lock.node
+    assert node is not None
+    admin.delete(node)
+    with pytest.raises(LockLost, match="its node is gone"):
+        rw.read_lock.acquire(timeout=1)
+    wait_until(
+        lambda: not any(READ_TOKEN in name for name in admin.get_children("/deleted-writer")),
+        "no read node",
+        2,
+    )
+    rw.write_lock.release()

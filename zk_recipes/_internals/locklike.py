@@ -4,7 +4,8 @@
 of ReadWriteLock, Semaphore, SemaphoreMutex, MultiLock — and what MultiLock,
 the contract tests and the benchmarks take: ``acquire(blocking=True,
 timeout=None) -> bool`` and ``release()`` as ``threading.Lock`` has them,
-``is_held()``, ``check()``, ``fencing_token``, ``lost`` and ``on_lost``.
+``is_held()``, ``check()``, ``fencing_token``, ``lost`` and ``on_lost``,
+``cancel()`` (from another thread) and ``contenders()``.
 
 ``LockVerbs`` derives the context forms from acquire/release: ``with lock:``
 (waits as long as it takes) and ``with lock.acquired(timeout):``, which
@@ -16,24 +17,21 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from zk_recipes._errors import LockTimeout
 
 if TYPE_CHECKING:
     from zk_recipes._client.client import ZkClient
+    from zk_recipes._locks.lock import Contender
+
 
 _L = TypeVar("_L", bound="LockVerbs")
 
 
-@runtime_checkable
 class LockLike(Protocol):
-    """What every lock-like recipe offers (and MultiLock takes as members)."""
+    """What every lock-like recipe offers, MultiLock included."""
 
-    #: The client the recipe uses.
-    client: ZkClient
-    #: The recipe's path, relative to the client's namespace.
-    path: str
     #: Set when something held was lost with its session (cleared by the next acquire).
     lost: threading.Event
 
@@ -62,9 +60,26 @@ class LockLike(Protocol):
         """Call ``callback(recipe)`` (on a thread of the recipe's) when something held is lost."""
         ...
 
+    def cancel(self) -> None:
+        """End every ``acquire()`` waiting on this object now: each returns False."""
+        ...
+
+    def contenders(self) -> list[Contender]:
+        """Who is queued (holders first, marked), with owner metadata."""
+        ...
+
     def __enter__(self) -> Any: ...
     def __exit__(self, *exc_info: object) -> object: ...
     def acquired(self, timeout: float) -> contextlib.AbstractContextManager[Any]: ...
+
+
+class PathLock(LockLike, Protocol):
+    """A lock-like on one path of one client: what MultiLock takes as members."""
+
+    #: The client the recipe uses.
+    client: ZkClient
+    #: The recipe's path, relative to the client's namespace.
+    path: str
 
 
 class LockVerbs:

@@ -39,7 +39,8 @@ from typing import Any, final
 from zk_recipes._deadline import acquire_deadline
 from zk_recipes._errors import ConfigurationError, RecipeUsageError, WrongTypeError
 from zk_recipes._internals.holding import LossSignal
-from zk_recipes._internals.locklike import LockLike, LockVerbs
+from zk_recipes._internals.locklike import LockVerbs, PathLock
+from zk_recipes._locks.lock import Contender
 
 log = logging.getLogger("zk_recipes.lock")
 
@@ -67,13 +68,13 @@ class MultiLockStatistics:
 # Members report a loss to every MultiLock they are part of through ONE callback
 # each, registered once: MultiLocks made per use (``with MultiLock([a, b]):`` in a
 # loop) must not pile callbacks up on long-lived locks, nor be kept alive by them.
-_watchers: weakref.WeakKeyDictionary[LockLike, weakref.WeakSet[MultiLock]] = (
+_watchers: weakref.WeakKeyDictionary[PathLock, weakref.WeakSet[MultiLock]] = (
     weakref.WeakKeyDictionary()
 )
 _watchers_guard = threading.Lock()
 
 
-def _watch(member: LockLike, multi: MultiLock) -> None:
+def _watch(member: PathLock, multi: MultiLock) -> None:
     with _watchers_guard:
         group = _watchers.get(member)
         first = group is None
@@ -84,19 +85,19 @@ def _watch(member: LockLike, multi: MultiLock) -> None:
         member.on_lost(_dispatch_loss)
 
 
-def _dispatch_loss(member: LockLike) -> None:
+def _dispatch_loss(member: PathLock) -> None:
     with _watchers_guard:
         group = list(_watchers.get(member, ()))
     for multi in group:
         multi._member_lost(member)
 
 
-def full_path(lock: LockLike) -> str:
+def full_path(lock: PathLock) -> str:
     """The member's path on the server: the client's namespace + the path."""
     return lock.client.namespace + lock.path
 
 
-def _order_key(lock: LockLike) -> tuple[str, str]:
+def _order_key(lock: PathLock) -> tuple[str, str]:
     return full_path(lock), lock.client.connect_string
 
 
@@ -104,7 +105,7 @@ def _order_key(lock: LockLike) -> tuple[str, str]:
 class MultiLock(LockVerbs):
     """Hold several locks at once, or none: ``with MultiLock([a, b]):``.
 
-    Members are any lock-like recipes (``LockLike``: Lock, RLock, the
+    Members are any lock-like recipes on one path (Lock, RLock, the
     ReadWriteLock halves, Semaphore, SemaphoreMutex), each at most once per
     path. They are taken in one fixed global order (full path, then connect
     string), so two MultiLocks over the same locks never deadlock each other;
@@ -116,7 +117,7 @@ class MultiLock(LockVerbs):
 
     _kind = "MultiLock"
 
-    def __init__(self, locks: Iterable[LockLike]) -> None:
+    def __init__(self, locks: Iterable[PathLock]) -> None:
         members = list(locks)
         if not members:
             raise ConfigurationError("MultiLock needs at least one lock")
@@ -156,7 +157,7 @@ class MultiLock(LockVerbs):
             _watch(lock, self)
 
     @property
-    def locks(self) -> tuple[LockLike, ...]:
+    def locks(self) -> tuple[PathLock, ...]:
         """The members, in the order they are acquired."""
         return self._locks
 
@@ -169,7 +170,7 @@ class MultiLock(LockVerbs):
                 f"this thread already holds {self!r}: MultiLock is not re-entrant "
                 "(re-acquiring would deadlock). Release it first."
             )
-        taken: list[LockLike] = []
+        taken: list[PathLock] = []
         try:
             for lock in self._locks:
                 if not blocking:
@@ -235,6 +236,19 @@ class MultiLock(LockVerbs):
         """The largest member token: it grows with every acquisition of this MultiLock."""
         return max(self.fencing_tokens.values())
 
+    def cancel(self) -> None:
+        """End every ``acquire()`` of this MultiLock waiting now: each returns False.
+
+        (It cancels the waits of the members, so it also ends waits on them
+        made outside this MultiLock.)
+        """
+        for lock in self._locks:
+            lock.cancel()
+
+    def contenders(self) -> list[Contender]:
+        """Every member's queue, members in acquisition order."""
+        return [contender for lock in self._locks for contender in lock.contenders()]
+
     def on_lost(self, callback: Any) -> None:
         """Call ``callback(multilock)`` when a member is lost while held (on a thread of ours)."""
         self._loss.add(callback)
@@ -267,7 +281,7 @@ class MultiLock(LockVerbs):
         if threading.get_ident() not in self._holders:
             raise RecipeUsageError(f"{self!r} is not held by this thread")
 
-    def _release_quietly(self, taken: list[LockLike]) -> None:
+    def _release_quietly(self, taken: list[PathLock]) -> None:
         for lock in reversed(taken):
             try:
                 lock.release()
