@@ -18,6 +18,7 @@ from zk_recipes.testing import (
     ZooKeeperCluster,
     ZooKeeperServer,
     expire_session,
+    wait_until,
 )
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
@@ -89,7 +90,7 @@ def test_server_side_expiry_while_holding(
     assert not old.is_held()
     with pytest.raises(LockLost):
         old.check()
-    assert lost_calls == [old]
+    wait_until(lambda: lost_calls == [old], "on_lost ran", 5)
     old.release()  # forgets locally; must not touch the new holder's node
     assert new.is_held()
     assert new_client.exists(new.node or "") is not None

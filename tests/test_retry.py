@@ -16,8 +16,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from hypothesis import Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis import Phase, given, settings, strategies as st
 
 from zk_recipes._errors import (
     BadVersionError,

@@ -275,7 +275,7 @@ def test_a_lost_session_loses_the_read_lock(zk_client_factory: ClientFactory) ->
     assert rw.read_lock.acquire()
     expire_session(client)
     assert rw.read_lock.lost.wait(10)
-    assert seen == [rw.read_lock]
+    wait_until(lambda: seen == [rw.read_lock], "on_lost ran", 5)
     assert not rw.read_lock.is_held()
     with pytest.raises(LockLost):
         rw.read_lock.check()

@@ -199,7 +199,7 @@ def test_a_crashed_holders_leases_return_at_session_expiry(
     assert len(result) == 1
     assert len(result[0]) == 2
     assert crashed.lost.wait(10)
-    assert lost == [crashed]
+    wait_until(lambda: lost == [crashed], "on_lost ran", 5)
     assert all(lease.lost for lease in leases)
     assert not crashed.is_held()
     with pytest.raises(LockLost):

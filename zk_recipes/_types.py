@@ -244,11 +244,24 @@ class Owner:
         return ", ".join(parts)
 
 
+@dataclasses.dataclass(frozen=True)
+class Contender:
+    """One node in a lock-like recipe's queue, as ``contenders()`` reports it."""
+
+    #: The node's path, relative to the client's namespace.
+    path: str
+    #: Who queued it (empty for nodes of other clients, e.g. Curator's).
+    owner: Owner
+    #: True for the node(s) holding the lock now.
+    is_holder: bool
+
+
 __all__ = [
     "CREATOR_ALL_ACL",
     "OPEN_ACL_UNSAFE",
     "READ_ACL_UNSAFE",
     "Acl",
+    "Contender",
     "CreateMode",
     "Owner",
     "Perms",

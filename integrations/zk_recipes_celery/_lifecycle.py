@@ -31,8 +31,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from billiard import current_process
-from celery import bootsteps
-from celery import current_app as _current_app
+from celery import bootsteps, current_app as _current_app
 
 from zk_recipes import ClientSettings, ProcessClient
 from zk_recipes_celery._config import CeleryZkConfig, read_config

@@ -23,7 +23,7 @@ from zk_recipes._errors import LockTimeout
 
 if TYPE_CHECKING:
     from zk_recipes._client.client import ZkClient
-    from zk_recipes._locks.lock import Contender
+    from zk_recipes._types import Contender
 
 
 _L = TypeVar("_L", bound="LockVerbs")

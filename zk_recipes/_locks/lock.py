@@ -65,7 +65,7 @@ from zk_recipes._internals.holding import (
     taken_now,
 )
 from zk_recipes._internals.locklike import LockVerbs
-from zk_recipes._types import Owner
+from zk_recipes._types import Contender, Owner
 
 log = logging.getLogger("zk_recipes.lock")
 
@@ -92,18 +92,6 @@ class MutexKind:
 
 LOCK_KIND = MutexKind("Lock", LOCK_TOKEN, (LOCK_TOKEN,), False, first_in_line(1), True)
 RLOCK_KIND = dataclasses.replace(LOCK_KIND, name="RLock", reentrant=True)
-
-
-@dataclasses.dataclass(frozen=True)
-class Contender:
-    """One node in a lock's queue, as ``contenders()`` reports it."""
-
-    #: The node's path, relative to the client's namespace.
-    path: str
-    #: Who queued it (empty for nodes of other clients, e.g. Curator's).
-    owner: Owner
-    #: True for the node(s) holding the lock now.
-    is_holder: bool
 
 
 @dataclasses.dataclass(frozen=True)

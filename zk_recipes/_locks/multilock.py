@@ -40,7 +40,7 @@ from zk_recipes._deadline import acquire_deadline
 from zk_recipes._errors import ConfigurationError, RecipeUsageError, WrongTypeError
 from zk_recipes._internals.holding import LossSignal
 from zk_recipes._internals.locklike import LockVerbs, PathLock
-from zk_recipes._locks.lock import Contender
+from zk_recipes._types import Contender
 
 log = logging.getLogger("zk_recipes.lock")
 

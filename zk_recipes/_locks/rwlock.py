@@ -58,8 +58,8 @@ from zk_recipes._internals.args import optional_str, require_client
 from zk_recipes._internals.contenders import Cancellation, Entry, sort_key
 from zk_recipes._internals.holding import LossSignal, is_valid
 from zk_recipes._internals.locklike import LockVerbs
-from zk_recipes._locks.lock import Contender, LockStatistics, MutexKind, _Mutex
-from zk_recipes._types import CreateMode, Owner
+from zk_recipes._locks.lock import LockStatistics, MutexKind, _Mutex
+from zk_recipes._types import Contender, CreateMode, Owner
 
 log = logging.getLogger("zk_recipes.lock")
 

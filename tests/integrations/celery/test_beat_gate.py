@@ -14,8 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from celery import Celery, _state
-from celery import beat as celery_beat
+from celery import Celery, _state, beat as celery_beat
 from celery.beat import ScheduleEntry
 
 import zk_recipes_celery as zc

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import wait as futures_wait
+from concurrent.futures import ThreadPoolExecutor, wait as futures_wait
 from typing import Any, Literal
 
 import pytest
-from celery import Celery
-from celery import beat as celery_beat
+from celery import Celery, beat as celery_beat
 
 import zk_recipes_celery as zc
 from zk_recipes import (
@@ -22,6 +20,7 @@ from zk_recipes import (
     Lock,
     LockLost,
     NoNodeError,
+    Owner,
     RecipeUsageError,
     ZkClient,
 )
@@ -128,7 +127,10 @@ def test_eager_calls_lock_and_the_duplicate_is_skipped_with_a_signal(app: Celery
     assert zc.counts()[("singleton_skipped", "t.slow")] == before + 2
     assert len(heard) == 2
     assert heard[0]["key_path"] == "/celery/singleton/t.slow/task"
-    assert heard[0]["holder"]["pid"] > 0
+    holder = heard[0]["holder"]
+    assert isinstance(holder, Owner)
+    assert holder.pid is not None
+    assert holder.pid > 0
 
 
 def test_prometheus_counter_counts_skips(app: Celery) -> None:
