@@ -9,6 +9,9 @@ client in a child; the parent's client is dropped without a word to the
 server (``ZkClient`` marks it forked, and ``close()`` of a forked client only
 discards it).
 
+A client whose kazoo connection thread died rebuilds its connection by
+itself (ZkClient); one that was closed is replaced by the next ``get()``.
+
 ``start_in_background()`` lets a start-up hook that must return quickly
 (Celery kills a prefork child whose ``worker_process_init`` takes more than
 a few seconds) begin connecting without waiting; ``get()`` then waits for

@@ -174,11 +174,6 @@ class LossSignal(Generic[R]):
             except Exception:
                 log.exception("error in an on_lost callback of %s", self._what)
 
-    def wait_callbacks(self, timeout: float | None = None) -> bool:
-        """Wait until the callbacks of every loss so far have run (for tests and shutdown)."""
-        executor = self._executor
-        return executor is None or executor.wait_idle(timeout)
-
 
 H = TypeVar("H", bound=Hold)
 

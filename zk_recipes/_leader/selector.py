@@ -409,10 +409,10 @@ class LeaderSelector:
                 return  # our own release deletes it too, after the term ended
             if event.type is WatchEventType.DELETED:
                 self._cancel(ctx, "node deleted")
-            elif event.type is WatchEventType.NONE:
-                self._executor.submit(lambda: self._rearm(ctx))
             else:
-                self._executor.submit(lambda: self._rearm(ctx))  # changed: watch again
+                # NONE (kazoo dropped the watch with the connection) or CHANGED: watch
+                # again, off kazoo's thread.
+                self._executor.submit(lambda: self._rearm(ctx))
 
         try:
             self.client.get_async(ctx.node, watch=deleted).result(
