@@ -159,6 +159,7 @@ def digest_acl(username: str, password: str, perms: Perms = Perms.ALL) -> Acl:
 # -- owner metadata ------------------------------------------------------------------------
 
 _HOST = socket.gethostname()
+_compact = json.JSONEncoder(separators=(",", ":")).encode
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,9 +195,19 @@ class Owner:
         )
 
     def to_bytes(self) -> bytes:
-        """Compact JSON, fields that are None left out."""
-        fields = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
-        return json.dumps(fields, separators=(",", ":")).encode()
+        """Compact JSON, fields that are None left out (on every acquire: kept cheap)."""
+        fields = {
+            name: value
+            for name, value in (
+                ("host", self.host),
+                ("pid", self.pid),
+                ("thread", self.thread),
+                ("since", self.since),
+                ("id", self.id),
+            )
+            if value is not None
+        }
+        return _compact(fields).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Owner:

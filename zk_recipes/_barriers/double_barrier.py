@@ -106,7 +106,8 @@ class DoubleBarrier:
         #: The round we are in: member name -> czxid of its node.
         self._round: dict[str, int] = {}
         self._ready_czxid = 0
-        self._own_session = 0
+        #: Loss epoch of the session that owns our member node (None: not live).
+        self._own_epoch: int | None = None
 
     # -- public API ------------------------------------------------------
     def enter(self, timeout: float | None = None) -> bool:
@@ -221,10 +222,10 @@ class DoubleBarrier:
             stat = created.stat
         except NodeExistsError:
             found = self.client.exists(self.member_path)
-            if found is None or found.ephemeral_owner != self.client.session_id:
+            if found is None or self.client.session_epoch(found.ephemeral_owner) is None:
                 raise
             stat = found  # ours already (a delete of an earlier round not done yet)
-        self._own_session = stat.ephemeral_owner
+        self._own_epoch = self.client.session_epoch(stat.ephemeral_owner)
         return stat.czxid
 
     def _enter(self, deadline: float | None) -> bool:
@@ -243,7 +244,7 @@ class DoubleBarrier:
                     self._ready_czxid = ready.czxid
                     return True
                 children = patient(self.client, deadline, functools.partial(self._list, watch=wake))
-                if self.member_id not in children or self._own_session != self.client.session_id:
+                if self.member_id not in children or self._own_epoch != self.client.loss_epoch:
                     log.info("member node %s was lost with its session; creating it again", own)
                     own = self._create_own()
                     continue

@@ -17,7 +17,7 @@ What it adds to kazoo:
   reach us; under a one-way partition (our packets dropped, the server's
   delivered) it keeps arriving while the server stops hearing us and expires
   the session. The send time of each request is kept by xid, from
-  ``_submit`` until its reply is read.
+  ``_submit`` until its reply's header is read.
 - The negotiated session timeout (kazoo keeps only derived timeouts).
 - ``abandon_session()`` / ``expire_now()``: make kazoo build a brand-new
   session instead of resuming the old one, for simulated expiry.
@@ -288,7 +288,6 @@ class KazooConnection:
         self.stopping = False
         self._sent: dict[int, float] = {}  # xid -> send time, until its reply is read
         self._ping_sent = 0.0
-        self._reply_xid: int | None = None
         self._connect_from: tuple[float, int | None] = (self.last_heard, None)
         self._install_hooks()
 
@@ -302,7 +301,6 @@ class KazooConnection:
         conn = self._kz._connection
         submit = conn._submit
         read_header = conn._read_header
-        read_socket = conn._read_socket
         connect = conn._connect
         sent = self._sent
 
@@ -316,22 +314,16 @@ class KazooConnection:
 
         def _read_header(timeout: float) -> Any:
             header = read_header(timeout)
-            self._reply_xid = header[0].xid
-            return header
-
-        def _read_socket(read_timeout: float) -> Any:
-            self._reply_xid = None
-            response = read_socket(read_timeout)
-            xid = self._last_reply_xid()
             # Only a reply proves the server heard us, as of when we sent the
             # request: watch events (WATCH_XID) and auth packets prove nothing.
+            xid = header[0].xid
             if xid == PING_XID:
                 self._heard(self._ping_sent)
-            elif xid is not None and xid > 0:
+            elif xid > 0:
                 at = sent.pop(xid, None)
                 if at is not None:
                     self._heard(at)
-            return response
+            return header
 
         def _connect(host: str, hostip: str, port: int) -> Any:
             sent.clear()  # xids restart at 1 on every connection
@@ -344,7 +336,6 @@ class KazooConnection:
 
         conn._submit = _submit
         conn._read_header = _read_header
-        conn._read_socket = _read_socket
         conn._connect = _connect
         self._kz.add_listener(self._kazoo_listener)
 
@@ -361,9 +352,6 @@ class KazooConnection:
             # the (possibly long) handshake's start, or from the old session's
             # silence, would only declare a fresh, healthy session LOST.
             self.last_heard = time.monotonic()
-
-    def _last_reply_xid(self) -> int | None:
-        return self._reply_xid
 
     def _heard(self, sent_at: float) -> None:
         if sent_at > self.last_heard:
