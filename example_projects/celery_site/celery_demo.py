@@ -19,8 +19,6 @@ import contextlib
 import itertools
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -33,7 +31,7 @@ from celery import Celery
 
 from zk_recipes import NoNodeError, WatchEvent, ZkClient
 from zk_recipes.testing import ZooKeeperServer
-from zk_recipes_celery.testing import RedisServer
+from zk_recipes_celery.testing import CeleryProcess, RedisServer
 
 SITE = Path(__file__).resolve().parent  # proj.py is beside this driver
 SESSION_TIMEOUT = 4.0  # proj.py's zk_recipes_session_timeout
@@ -59,48 +57,6 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float) -> None:
     while not condition():
         check(time.monotonic() < deadline, f"no {what} within {timeout:g} s")
         time.sleep(0.05)
-
-
-class Process:
-    """A child process in its own process group (a prefork worker's pool comes along)."""
-
-    def __init__(self, name: str, argv: list[str], log: Path, **popen: Any) -> None:
-        self.name = name
-        self.log = log
-        with log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                **popen,
-            )
-        self.pid = self.proc.pid
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-    def wait_output(self, text: str, timeout: float) -> None:
-        def logged() -> bool:
-            check(self.proc.poll() is None or text in self.output(), f"{self.name} exited")
-            return text in self.output()
-
-        wait_for(logged, f"{text!r} from {self.name}", timeout)
-
-    def signal_group(self, sig: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.pid, sig)
-
-    def stop(self) -> None:
-        """SIGTERM the group, then SIGKILL whatever is left of it."""
-        if self.proc.poll() is None:
-            self.signal_group(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(10)
-        self.signal_group(signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(5)
 
 
 def read_log(path: Path, task: str) -> list[dict[str, Any]]:
@@ -170,7 +126,7 @@ def singleton_demo(client: Celery, demo_log: Path) -> None:
         say("  (accounts 42 and 7 did run side by side: the lock is per account)")
 
 
-def beat_demo(zk: ZkClient, beats: list[Process], demo_log: Path) -> None:
+def beat_demo(zk: ZkClient, beats: list[CeleryProcess], demo_log: Path) -> None:
     wait_for(lambda: len(election(zk)) == 2, "two beats in the election", 30)
     by_pid = {beat.pid: beat for beat in beats}
     leader_node, leader_pid = election(zk)[0]
@@ -181,7 +137,7 @@ def beat_demo(zk: ZkClient, beats: list[Process], demo_log: Path) -> None:
     start = time.time()
     time.sleep(WINDOW)
     runs = [r for r in read_log(demo_log, "nightly_report") if start <= r["t"] < start + WINDOW]
-    dropped = standby.output().count("not sending due task nightly-report")
+    dropped = standby.log().count("not sending due task nightly-report")
     say(
         f"in {WINDOW:g} s: nightly_report ran {len(runs)} times (two beats, one sender); "
         f"{standby.name} dropped {dropped} due entries as standby"
@@ -199,7 +155,7 @@ def beat_demo(zk: ZkClient, beats: list[Process], demo_log: Path) -> None:
 
     check(zk.exists(f"{ELECTION}/{leader_node}", watch=on_gone) is not None, "leader node gone")
     say(f"3. kill -9 {leader.name}, the leader: its node goes when its session expires")
-    leader.signal_group(signal.SIGKILL)
+    leader.kill_group()
     killed = time.time()
     deadline = 3 * SESSION_TIMEOUT
     check(gone.wait(deadline), f"the dead leader's node still there after {deadline:g} s")
@@ -223,7 +179,7 @@ def beat_demo(zk: ZkClient, beats: list[Process], demo_log: Path) -> None:
 
 def main() -> int:
     say("starting a throwaway ZooKeeper and redis-server on loopback ...")
-    processes: list[Process] = []
+    processes: list[CeleryProcess] = []
     client: Celery | None = None
     with (
         tempfile.TemporaryDirectory(prefix="celery-demo-") as tmp,
@@ -239,9 +195,10 @@ def main() -> int:
             env.update(DEMO_LOG=str(demo_log), PYTHONUNBUFFERED="1")
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SITE), env.get("PYTHONPATH")]))
 
-            def celery(name: str, *args: str) -> Process:
+            def celery(name: str, *args: str) -> CeleryProcess:
                 argv = [sys.executable, "-m", "celery", "-A", "proj", *args, "-l", "INFO"]
-                process = Process(name, argv, work / f"{name}.log", cwd=SITE, env=env)
+                log = work / f"{name}.log"
+                process = CeleryProcess(args[0], name, argv, log, cwd=SITE, env=env)
                 processes.append(process)
                 return process
 
@@ -252,7 +209,7 @@ def main() -> int:
                 for n in (1, 2)
             ]  # fmt: skip
             for worker in workers:
-                worker.wait_output(" ready.", 30)
+                worker.wait_log(" ready.", 30)
             client = Celery("demo", broker=redis_url, backend=redis_url)
             singleton_demo(client, demo_log)
 
@@ -265,8 +222,7 @@ def main() -> int:
                 beat_demo(zk, beats, demo_log)
         except BaseException:
             for process in processes:
-                tail = "\n".join(process.output().splitlines()[-15:])
-                print(f"--- {process.name}, last lines:\n{tail}", file=sys.stderr)
+                print(f"--- {process.name}, last lines:\n{process.log_tail(15)}", file=sys.stderr)
             raise
         finally:
             if client is not None:
