@@ -88,8 +88,12 @@ _IDLE, _ENTERING, _INSIDE, _LEAVING = "idle", "entering", "inside", "leaving"
 class DoubleBarrier:
     """``member_qty`` members enter together and leave together (Curator's double barrier).
 
-    One instance is one member; ``enter`` and ``leave`` alternate, each round
-    with the same member node name.
+    ``DoubleBarrier(client, "/barriers/job", member_qty=3, data=b"")``: one
+    instance is one member; ``enter(timeout)`` waits until ``member_qty``
+    members are there, ``leave(timeout)`` until all of its round have left
+    (``with barrier:`` does both; ``entered(timeout)`` raises on a timeout).
+    Rounds alternate with the same member node name; Curator members on the
+    same path take part. See docs/recipes/barrier.md.
     """
 
     def __init__(self, client: ZkClient, path: str, member_qty: int, *, data: bytes = b"") -> None:

@@ -44,7 +44,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, final
 
 from zk_recipes import _paths
 from zk_recipes._client.creates import CreateResult, Creator
@@ -94,6 +94,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 atexit.register(_close_at_exit)
 
 
+@final
 class ZkClient:
     """A managed ZooKeeper client: ``ZkClient("zk1:2181,zk2:2181", namespace="myapp")``.
 

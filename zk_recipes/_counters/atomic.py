@@ -287,7 +287,15 @@ class _AtomicNumber:
 
 @final
 class AtomicLong(_AtomicNumber):
-    """A 64-bit counter updated by compare-and-set (Curator's DistributedAtomicLong)."""
+    """A 64-bit counter updated by compare-and-set (Curator's DistributedAtomicLong).
+
+    ``AtomicLong(client, "/counters/orders", retry_policy=None, promote_to_lock=None)``:
+    ``increment()``, ``add(n)``, ``compare_and_set(expected, value)``... each
+    returns an AtomicValue (``succeeded``, ``pre``, ``post``): optimistic
+    versioned writes under ``retry_policy``, then, with ``promote_to_lock`` (a
+    lock path or a PromotedToLock), once more under that Lock. Java's
+    two's-complement wrap; Curator's bytes. See docs/recipes/atomic-long.md.
+    """
 
     _bits = 64
     _kind = "AtomicLong"
@@ -295,7 +303,10 @@ class AtomicLong(_AtomicNumber):
 
 @final
 class AtomicInt(_AtomicNumber):
-    """A 32-bit counter updated by compare-and-set (Curator's DistributedAtomicInteger)."""
+    """A 32-bit counter updated by compare-and-set (Curator's DistributedAtomicInteger).
+
+    As AtomicLong, with 4 bytes and 32-bit arithmetic.
+    """
 
     _bits = 32
     _kind = "AtomicInt"

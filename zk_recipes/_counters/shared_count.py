@@ -76,7 +76,16 @@ CountListener = Callable[[int], object]
 
 @final
 class SharedCount:
-    """A shared 32-bit int with change listeners: ``start()`` (or ``with``) before use."""
+    """A shared 32-bit int with change listeners: ``start()`` (or ``with``) before use.
+
+    ``SharedCount(client, "/config/workers", seed=4)``: ``start()`` creates the
+    node with ``seed`` if it is missing; ``get()`` is the value as last seen
+    (kept current by a watch), ``set(v)`` writes, ``try_set(versioned(), v)``
+    writes only if nobody wrote in between; ``add_listener`` hears every newer
+    value, in commit order. The bytes are Curator's (a Java SharedCount on the
+    same path shares it). Use AtomicLong for counting under contention. See
+    docs/recipes/shared-count.md.
+    """
 
     _bits = 32
 

@@ -141,7 +141,21 @@ class LeaderLatch:
     """Leader election where every candidate stays in line: ``LeaderLatch(client, path, id)``.
 
     ``start()`` joins; the first candidate leads until it closes or loses its
-    session. Listen with ``add_listener``, or wait with ``await_leadership``.
+    session. Listen with ``add_listener``, or wait with ``await_leadership``;
+    ``has_leadership()`` answers at once. Use it for "one of us is in charge
+    while it is up" (a scheduler, a singleton consumer); use LeaderSelector
+    for "take turns running this function".
+
+    Parameters:
+        client: a started ZkClient.
+        path: the election's directory; Curator LeaderLatches on the same
+            path (``/<namespace>/<path>``) take part in the same election.
+        identifier: this candidate's id, its node's data (``participants()``).
+        error_policy: STANDARD gives leadership up on SUSPENDED (Curator's
+            default), SESSION only on LOST.
+
+    While leading: ``fencing_token`` (our node's czxid) for storage that can
+    refuse a deposed leader. See docs/recipes/leader-latch.md.
     """
 
     def __init__(

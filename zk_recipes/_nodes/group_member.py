@@ -18,7 +18,7 @@ import logging
 import threading
 import types
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Protocol, final
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
@@ -184,11 +184,15 @@ def _noop() -> None:
     pass
 
 
+@final
 class GroupMember:
     """Membership in a group: our own ephemeral node plus a live view of everyone's.
 
-    ``GroupMember(client, "/groups/workers", "worker-7", b"10.0.0.7")``; see
-    docs/recipes/group-member.md.
+    ``GroupMember(client, "/groups/workers", "worker-7", b"10.0.0.7")``: while
+    started, our member node ``<group>/<id>`` stays there (an ephemeral
+    PersistentNode) and ``members()`` is everyone's id -> data, kept current by
+    watches; listeners hear every change. Curator GroupMembers on the same
+    path see us and we see them. See docs/recipes/group-member.md.
     """
 
     def __init__(

@@ -52,6 +52,7 @@ import functools
 import logging
 import threading
 from collections.abc import Callable
+from typing import final
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
@@ -108,11 +109,24 @@ class PersistentNodeEvent:
 NodeListener = Callable[[PersistentNodeEvent], object]
 
 
+@final
 class PersistentNode:
     """A node that stays: re-created after it is deleted, after expiry, after reconnects.
 
     ``PersistentNode(client, "/services/api/host-1", b"10.0.0.7:8080")`` is an
-    ephemeral node while started; ``close()`` deletes it. See
+    ephemeral node while started; ``close()`` deletes it.
+
+    Parameters:
+        client: a started ZkClient.
+        path: where the node lives; parents are CONTAINER nodes.
+        data: its data (``set_data`` changes it later, also on re-creates).
+        mode: EPHEMERAL (the default) or any CreateMode; SEQUENTIAL modes keep
+            the name the first create gave.
+        protected: Curator's protected name (``_c_<uuid>-<name>``).
+        ttl: seconds, for the TTL modes only.
+
+    ``state`` says PENDING, CREATED or CONFLICT (someone else's node is where
+    ours should be: not taken over); listeners hear CREATED and CONFLICT. See
     docs/recipes/persistent-node.md.
     """
 
