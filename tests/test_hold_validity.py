@@ -248,7 +248,7 @@ def test_every_lease_held_at_an_expiry_ends_lost(
                 if not leases:
                     continue
                 taken = time.monotonic()
-                time.sleep(rng.uniform(0.0, 0.4))
+                time.sleep(rng.uniform(0.1, 0.8))
                 lost_flag = leases[0]._hold.lost  # set by the listener, not computed
                 given_back = time.monotonic()
                 leases[0].close()

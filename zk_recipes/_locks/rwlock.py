@@ -53,7 +53,7 @@ from typing import Any, final
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
 from zk_recipes._deadline import acquire_deadline
-from zk_recipes._errors import LockLost, NoNodeError, RecipeUsageError
+from zk_recipes._errors import LockLost, NoNodeError, RecipeUsageError, SessionLost
 from zk_recipes._internals.args import optional_str, require_client
 from zk_recipes._internals.contenders import Cancellation, Entry, sort_key
 from zk_recipes._internals.holding import LossSignal, is_valid
@@ -168,11 +168,14 @@ class _ReadPart(_Mutex):
                 Owner.here(self.identifier).to_bytes(),
                 mode=CreateMode.EPHEMERAL,
             )
-        except NoNodeError:
+        except (NoNodeError, SessionLost) as exc:
+            # The writer's node is gone, or its session is (told by the server
+            # before the client had heard of it): nothing was created.
             raise LockLost(
-                f"the write lock of {self._rw.path} was lost (its node is gone): it cannot be "
-                "downgraded to the read lock. Release the write lock, then take the read lock."
-            ) from None
+                f"the write lock of {self._rw.path} was lost (its node or its session is "
+                "gone): it cannot be downgraded to the read lock. Release the write lock, "
+                "then take the read lock."
+            ) from exc
         entry = Entry(
             path,
             name,
