@@ -175,6 +175,29 @@ def test_acquire_leases_is_all_or_nothing(zk_client_factory: ClientFactory) -> N
     assert children(observer, "/all/leases") == []
 
 
+def test_concurrent_releases_each_give_back_a_lease(zk_client: ZkClient) -> None:
+    # Like threading.Semaphore: two threads releasing at once give back two leases,
+    # never the same one twice.
+    semaphore = Semaphore(zk_client, "/double-release", 2)
+    for _ in range(10):
+        assert semaphore.acquire(timeout=5)
+        assert semaphore.acquire(timeout=5)
+        start = threading.Barrier(2)
+
+        def release() -> None:
+            start.wait(5)
+            semaphore.release()
+
+        threads = [threading.Thread(target=release) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        assert semaphore.leases == []
+    assert zk_client.wait_for_deletes(5)
+    wait_until(lambda: semaphore.participants() == [], "no lease node left", 5)
+
+
 def test_a_crashed_holders_leases_return_at_session_expiry(
     zk_client_factory: ClientFactory,
 ) -> None:

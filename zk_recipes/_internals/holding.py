@@ -182,8 +182,9 @@ class HeldNodes(Generic[H]):
     """The holds of one recipe object, and the one state listener that follows them.
 
     ``guard`` is the recipe's own lock: holds are added and removed, and the
-    listener registered and unregistered, under it (F5). ``on_lost(holds)``
-    is called (without the guard) with the holds just found lost, each once;
+    listener registered and unregistered, under it (F5); the list of holds is
+    the recipe's one record of what it holds (``held``). ``on_lost(holds)`` is
+    called (without the guard) with the holds just found lost, each once;
     they are already marked ``lost`` then.
     """
 
@@ -199,6 +200,11 @@ class HeldNodes(Generic[H]):
         self._holds: list[H] = []
         self._listening = False
 
+    @property
+    def held(self) -> list[H]:
+        """The holds followed now, oldest first (read it with the guard held)."""
+        return self._holds
+
     def snapshot(self) -> list[H]:
         with self._guard:
             return list(self._holds)
@@ -212,17 +218,12 @@ class HeldNodes(Generic[H]):
                 self._client.add_listener(self._on_state)
         self.recheck([hold])
 
-    def remove(self, hold: H) -> bool:
-        """Stop following ``hold``; False if it was not followed (already removed)."""
-        with self._guard:
-            try:
-                self._holds.remove(hold)
-            except ValueError:
-                return False
-            if not self._holds and self._listening:
-                self._listening = False
-                self._client.remove_listener(self._on_state)
-        return True
+    def remove(self, hold: H) -> None:
+        """Stop following ``hold`` (call with the guard held, as the recipe forgets it)."""
+        self._holds.remove(hold)
+        if not self._holds and self._listening:
+            self._listening = False
+            self._client.remove_listener(self._on_state)
 
     def recheck(self, holds: Iterable[H]) -> None:
         """Catch what no listener told: a lost session life, or a connection down now."""

@@ -240,7 +240,7 @@ class _Mutex(LockVerbs):
             if hold.count > 0:
                 return
             self._hold = None
-        self._holds.remove(hold)
+            self._holds.remove(hold)
         try:
             # Our node's name is unique (protected uuid + sequence), so deleting it
             # can never touch another holder's node, even after LOST.

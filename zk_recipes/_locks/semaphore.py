@@ -45,7 +45,6 @@ dozen lines of delegation; the holding rules and the patient read are shared
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import threading
@@ -119,7 +118,7 @@ class SemaphoreStatistics:
 
 @dataclasses.dataclass(eq=False)
 class _LeaseHold(Hold):
-    lease: Any = None
+    lease: Lease = dataclasses.field(kw_only=True)
 
 
 @final
@@ -211,7 +210,7 @@ class Semaphore(LockVerbs):
         self._mutex = Lock(client, _paths.join(self.path, LOCKS_DIR), identifier=identifier)
         self._leases = ContenderQueue(client, _paths.join(self.path, LEASES_DIR), LEASE_TOKEN)
         self._guard = threading.Lock()
-        self._held: list[Lease] = []
+        #: Our leases' holds, oldest first: the one record of what this object holds.
         self._holds: HeldNodes[_LeaseHold] = HeldNodes(client, self._guard, self._leases_lost)
         self._loss: LossSignal[Any] = LossSignal(self, f"{self._kind} {self.path}")
         #: Set when a held lease was lost with its session (cleared by the next acquire).
@@ -245,14 +244,17 @@ class Semaphore(LockVerbs):
         """Give back one lease this object holds (any thread may, as with threading.Semaphore)."""
         me = threading.get_ident()
         with self._guard:
-            lease = next((x for x in reversed(self._held) if x._thread == me), None)
+            held = self._held()
+            lease = next((x for x in reversed(held) if x._thread == me), None)
             if lease is None:
-                lease = next((x for x in self._held if x._thread is not None), None)
-            if lease is None and self._held:
-                lease = self._held[0]
+                lease = next((x for x in held if x._thread is not None), None)
+            if lease is None and held:
+                lease = held[0]
+            if lease is not None:
+                self._detach(lease)  # picked and forgotten at once: two releases give back two
         if lease is None:
             raise RecipeUsageError(f"release of {self!r}, which is not held (it has no lease)")
-        self._give_back(lease)
+        self._delete_lease(lease)
 
     def cancel(self) -> None:
         """End every ``acquire()`` waiting on this object now: each returns False (or [])."""
@@ -281,9 +283,10 @@ class Semaphore(LockVerbs):
         """Token of the lease this thread took last with ``acquire()`` (else the newest held)."""
         me = threading.get_ident()
         with self._guard:
-            lease = next((x for x in reversed(self._held) if x._thread == me), None)
-            if lease is None and self._held:
-                lease = self._held[-1]
+            held = self._held()
+            lease = next((x for x in reversed(held) if x._thread == me), None)
+            if lease is None and held:
+                lease = held[-1]
         if lease is None:
             raise RecipeUsageError(f"{self!r} is not held: there is no fencing token")
         return lease.fencing_token
@@ -292,7 +295,7 @@ class Semaphore(LockVerbs):
     def leases(self) -> list[Lease]:
         """The leases this object holds now, oldest first."""
         with self._guard:
-            return list(self._held)
+            return self._held()
 
     def on_lost(self, callback: Any) -> None:
         """Call ``callback(semaphore)`` when a held lease is lost (on a thread of ours)."""
@@ -360,9 +363,8 @@ class Semaphore(LockVerbs):
             return []
         leases = [Lease(self, entry, thread) for entry in entries]
         with self._guard:
-            self._held.extend(leases)
             self._acquisitions += count
-            if all(is_valid(self.client, x._hold) for x in self._held):
+            if all(is_valid(self.client, x._hold) for x in [*self._held(), *leases]):
                 self.lost.clear()
         for lease in leases:
             self._holds.add(lease._hold)  # a loss in the meantime is caught here
@@ -478,14 +480,23 @@ class Semaphore(LockVerbs):
         entries.clear()
 
     # -- holding ---------------------------------------------------------
+    def _held(self) -> list[Lease]:
+        """The leases held now, oldest first (call with the guard held)."""
+        return [hold.lease for hold in self._holds.held]
+
     def _give_back(self, lease: Lease) -> None:
         with self._guard:
             if lease.closed:
                 return
-            lease.closed = True
-            with contextlib.suppress(ValueError):
-                self._held.remove(lease)
+            self._detach(lease)
+        self._delete_lease(lease)
+
+    def _detach(self, lease: Lease) -> None:
+        """Forget ``lease`` (call with the guard held)."""
+        lease.closed = True
         self._holds.remove(lease._hold)
+
+    def _delete_lease(self, lease: Lease) -> None:
         # The name is unique (protected uuid + sequence): never another holder's node.
         try:
             self.client.delete(lease.path, guaranteed=True)
