@@ -184,7 +184,7 @@ def test_concurrent_releases_each_give_back_a_lease(zk_client: ZkClient) -> None
         assert semaphore.acquire(timeout=5)
         start = threading.Barrier(2)
 
-        def release() -> None:
+        def release(start: threading.Barrier = start) -> None:
             start.wait(5)
             semaphore.release()
 
