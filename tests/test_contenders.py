@@ -23,8 +23,8 @@ from zk_recipes import (
     ZkClient,
     digest_acl,
 )
-from zk_recipes._deadline import Expired, patient
 from zk_recipes._internals.contenders import NEAR_WRAP, ContenderQueue, Entry, sequence_of
+from zk_recipes._internals.patience import Expired, patient
 from zk_recipes._paths import protected_prefix
 from zk_recipes.testing.pytest_plugin import ClientFactory
 

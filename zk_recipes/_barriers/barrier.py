@@ -5,7 +5,7 @@ CONTAINER parents). ``set_barrier`` creates it (already there is fine),
 ``remove_barrier`` deletes it (already gone is fine), ``wait`` loops
 ``exists(path, watch)`` until the node is gone. Every wake-up re-checks
 (kazoo's NONE after a disconnect included); requests that fail while
-disconnected are retried until the deadline (``_deadline.patient``), and
+disconnected are retried until the deadline (``_internals/patience.py``), and
 ``close()`` of the client wakes a waiter, which then raises
 ClientStateError.
 """
@@ -19,9 +19,10 @@ from typing import final
 from zk_recipes import _paths
 from zk_recipes._barriers._common import check_data, exists_request, waker
 from zk_recipes._client.client import ZkClient
-from zk_recipes._deadline import Expired, patient, remaining, wait_deadline
+from zk_recipes._deadline import remaining, wait_deadline
 from zk_recipes._errors import NodeExistsError
 from zk_recipes._internals.args import require_client
+from zk_recipes._internals.patience import Expired, patient
 
 
 @final

@@ -61,7 +61,7 @@ from typing import final
 from zk_recipes import _paths
 from zk_recipes._barriers._common import check_data, exists_request, waker
 from zk_recipes._client.client import ZkClient
-from zk_recipes._deadline import Expired, expired, patient, remaining, wait_deadline
+from zk_recipes._deadline import expired, remaining, wait_deadline
 from zk_recipes._errors import (
     BadVersionError,
     ClientStateError,
@@ -74,6 +74,7 @@ from zk_recipes._errors import (
     ZkTimeoutError,
 )
 from zk_recipes._internals.args import require_client, require_int
+from zk_recipes._internals.patience import Expired, patient
 from zk_recipes._types import CreateMode, WatchEvent, ZnodeStat
 
 log = logging.getLogger("zk_recipes.barrier")

@@ -53,11 +53,11 @@ import contextlib
 import dataclasses
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
-from zk_recipes._deadline import Expired, expired, patient, remaining, request_timeout
+from zk_recipes._deadline import expired, remaining, request_timeout
 from zk_recipes._errors import (
     ClientStateError,
     ConnectionLostError,
@@ -67,6 +67,8 @@ from zk_recipes._errors import (
     SessionLost,
     ZkTimeoutError,
 )
+from zk_recipes._internals.cancellation import Cancellation
+from zk_recipes._internals.patience import Expired, patient
 from zk_recipes._types import CreateMode, WatchEvent, WatchEventType
 
 log = logging.getLogger("zk_recipes.contenders")
@@ -76,10 +78,6 @@ Rule = Callable[[list[str], int], "str | None"]
 
 #: From this sequence number on, entering warns that the directory nears the wrap.
 NEAR_WRAP = 2**31 - 2**26  # ~67 million cycles left: days at hundreds of cycles/s
-
-#: What a failed enter can be ridden out on (the server did not answer, or the
-#: session ended under it): wait until connected, then enter again.
-_RIDE_OUT = (ConnectionLostError, ZkTimeoutError, SessionLost, RetriesExhaustedError)
 
 
 def sort_key(name: str, tokens: Sequence[str]) -> str:
@@ -139,49 +137,6 @@ class _Wake:
     def __call__(self, watch_event: WatchEvent) -> None:
         self.deleted = watch_event.type is WatchEventType.DELETED
         self.event.set()
-
-
-class Cancellation:
-    """A flag that ends a queued wait at once: ``acquire`` then returns None.
-
-    Like ``client.wake_on_close``, it sets the event a wait sleeps on, so a
-    waiter gives up without polling (and keeps its place until it does).
-    With a ``parent``, it is also set while the parent is (a recipe's
-    permanent "closed" flag under a per-call ``cancel()``).
-    """
-
-    def __init__(self, parent: Cancellation | None = None) -> None:
-        self._guard = threading.Lock()
-        self._set = False
-        self._events: set[threading.Event] = set()
-        self.parent = parent
-
-    def set(self) -> None:
-        with self._guard:
-            self._set = True
-            events = list(self._events)
-        for event in events:
-            event.set()
-
-    def is_set(self) -> bool:
-        return self._set or (self.parent is not None and self.parent.is_set())
-
-    @contextlib.contextmanager
-    def wakes(self, event: threading.Event) -> Iterator[None]:
-        """Set ``event`` if this (or its parent) is, or becomes, set while the block runs."""
-        with contextlib.ExitStack() as stack:
-            if self.parent is not None:
-                stack.enter_context(self.parent.wakes(event))
-            with self._guard:
-                if self._set:
-                    event.set()
-                else:
-                    self._events.add(event)
-            try:
-                yield
-            finally:
-                with self._guard:
-                    self._events.discard(event)
 
 
 class ContenderQueue:
@@ -329,29 +284,18 @@ class ContenderQueue:
         self, data: bytes, token: str | None, deadline: float | None, cancel: Cancellation | None
     ) -> tuple[Entry, list[str] | None] | None:
         """``enter()``, riding out connection trouble until the deadline (None: gave up)."""
-        failures = 0
-        while True:
-            try:
-                return self.enter(data, token)
-            except _RIDE_OUT as exc:
-                failures += 1
-                if _expired(deadline, cancel):
-                    log.info("could not queue in %s before the deadline: %s", self.path, exc)
-                    return None
-                (log.info if failures == 1 else log.debug)(
-                    "queueing in %s failed (%s); trying again once connected", self.path, exc
-                )
-                left = remaining(deadline)
-                self.client.wait_connected(min(1.0, left) if left is not None else 1.0)
-                if failures > 1 and not _expired(deadline, cancel):
-                    # Connected, yet failing at once again: back off a little.
-                    pause = threading.Event()
-                    with contextlib.ExitStack() as stack:
-                        stack.enter_context(self.client.wake_on_close(pause))
-                        if cancel is not None:
-                            stack.enter_context(cancel.wakes(pause))
-                        backoff = min(0.02 * 2**failures, 0.5)
-                        pause.wait(backoff if left is None else min(backoff, left))
+        try:
+            return patient(
+                self.client,
+                deadline,
+                lambda _limit: self.enter(data, token),
+                cancel=cancel,
+                also=(RetriesExhaustedError,),
+                what=f"queueing in {self.path}",
+            )
+        except Expired:
+            log.info("could not queue in %s before the deadline", self.path)
+            return None
 
     def _wait_for_delete(
         self, path: str, deadline: float | None, cancel: Cancellation | None = None
@@ -384,12 +328,7 @@ class ContenderQueue:
                 return []  # the container went with our node: our session was lost
 
         try:
-            children = patient(
-                client,
-                deadline,
-                send,
-                cancelled=cancel.is_set if cancel is not None else None,
-            )
+            children = patient(client, deadline, send, cancel=cancel)
         except Expired:
             return None
         return self.sort(children)

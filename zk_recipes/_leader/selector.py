@@ -60,7 +60,8 @@ from zk_recipes._errors import (
     ZkTimeoutError,
 )
 from zk_recipes._internals.args import require_callable, require_client, require_str
-from zk_recipes._internals.contenders import Cancellation, ContenderQueue
+from zk_recipes._internals.cancellation import Cancellation
+from zk_recipes._internals.contenders import ContenderQueue
 from zk_recipes._internals.holding import is_valid
 from zk_recipes._internals.lifecycle import Lifecycle, Phase
 from zk_recipes._internals.threads import SerialExecutor, join_unless_current

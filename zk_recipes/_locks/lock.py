@@ -47,8 +47,8 @@ from zk_recipes._client.client import ZkClient
 from zk_recipes._deadline import acquire_deadline, remaining
 from zk_recipes._errors import ClientStateError, LockLost, RecipeUsageError
 from zk_recipes._internals.args import optional_str, require_client
+from zk_recipes._internals.cancellation import Cancellation
 from zk_recipes._internals.contenders import (
-    Cancellation,
     ContenderQueue,
     Entry,
     Rule,

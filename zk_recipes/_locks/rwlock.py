@@ -55,7 +55,8 @@ from zk_recipes._client.client import ZkClient
 from zk_recipes._deadline import acquire_deadline
 from zk_recipes._errors import LockLost, NoNodeError, RecipeUsageError, SessionLost
 from zk_recipes._internals.args import optional_str, require_client
-from zk_recipes._internals.contenders import Cancellation, Entry, sort_key
+from zk_recipes._internals.cancellation import Cancellation
+from zk_recipes._internals.contenders import Entry, sort_key
 from zk_recipes._internals.holding import LossSignal, is_valid
 from zk_recipes._internals.locklike import LockVerbs
 from zk_recipes._locks.lock import LockStatistics, MutexKind, _Mutex

@@ -52,21 +52,20 @@ from typing import Any, final
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
-from zk_recipes._deadline import Expired, acquire_deadline, expired, patient, remaining
+from zk_recipes._deadline import acquire_deadline, expired, remaining
 from zk_recipes._errors import (
     ClientStateError,
     ConfigurationError,
-    ConnectionLostError,
     LockLost,
     NoNodeError,
     RecipeUsageError,
     RetriesExhaustedError,
     SessionLost,
     WrongTypeError,
-    ZkTimeoutError,
 )
 from zk_recipes._internals.args import optional_str, require_client, require_int
-from zk_recipes._internals.contenders import Cancellation, ContenderQueue, Entry, is_live
+from zk_recipes._internals.cancellation import Cancellation
+from zk_recipes._internals.contenders import ContenderQueue, Entry, is_live
 from zk_recipes._internals.holding import (
     HeldNodes,
     Hold,
@@ -78,6 +77,7 @@ from zk_recipes._internals.holding import (
     taken_now,
 )
 from zk_recipes._internals.locklike import LockVerbs
+from zk_recipes._internals.patience import Expired, patient
 from zk_recipes._locks.lock import Lock, LockStatistics
 from zk_recipes._types import Contender, Owner, WatchEvent
 
@@ -86,8 +86,6 @@ log = logging.getLogger("zk_recipes.semaphore")
 LEASE_TOKEN = "lease-"
 LOCKS_DIR = "locks"
 LEASES_DIR = "leases"
-
-_RIDE_OUT = (ConnectionLostError, ZkTimeoutError, SessionLost, RetriesExhaustedError)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -426,20 +424,27 @@ class Semaphore(LockVerbs):
     def _enter_lease(
         self, data: bytes, deadline: float | None, cancel: Cancellation
     ) -> tuple[Entry, list[str] | None] | None:
-        """One lease node, riding out connection trouble until the deadline (None: gave up)."""
-        while True:
-            try:
-                return self._leases.enter(data)
-            except _RIDE_OUT as exc:
-                if not self._mutex_valid():
-                    raise _Restart from exc
-                if _over(deadline, cancel):
-                    return None
-                left = remaining(deadline)
-                log.info("making a lease node in %s failed (%s); trying again", self.path, exc)
-                self.client.wait_connected(min(1.0, left) if left is not None else 1.0)
-                if not self._mutex_valid():
-                    raise _Restart from exc
+        """One lease node, riding out connection trouble until the deadline (None: gave up).
+
+        Raises _Restart once the session holding the internal mutex is gone.
+        """
+
+        def send(_limit: float) -> tuple[Entry, list[str] | None]:
+            if not self._mutex_valid():
+                raise _Restart
+            return self._leases.enter(data)
+
+        try:
+            return patient(
+                self.client,
+                deadline,
+                send,
+                cancel=cancel,
+                also=(RetriesExhaustedError,),
+                what=f"making a lease node in {self.path}",
+            )
+        except Expired:
+            return None
 
     def _mutex_valid(self) -> bool:
         hold = self._mutex._hold
@@ -461,9 +466,7 @@ class Semaphore(LockVerbs):
             return self.client.get_children_async(self._leases.path, watch=wake).result(limit)
 
         try:
-            return patient(
-                self.client, deadline, send, cancelled=cancel.is_set, through_session_loss=False
-            )
+            return patient(self.client, deadline, send, cancel=cancel, through_session_loss=False)
         except (NoNodeError, SessionLost):
             raise _Restart from None  # our nodes (and their container) are gone
         except Expired:
