@@ -211,8 +211,7 @@ class SessionTracker:
             while not self._closed:
                 conn = self._conn
                 if conn is None:
-                    self._changed.wait(1.0)
-                    continue
+                    return  # only close() clears it (the watchdog starts with attach())
                 limit = fraction * (conn.negotiated_timeout or self._settings.session_timeout)
                 if self.state is None or self.state is ConnectionState.LOST:
                     self._changed.wait(limit / 4)
