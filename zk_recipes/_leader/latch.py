@@ -131,11 +131,6 @@ class LeaderLatchStatistics:
     resets: int
 
 
-@dataclasses.dataclass(eq=False)
-class _Term(Hold):
-    """Our node while it is first in line: a hold like any other (_internals/holding.py)."""
-
-
 @final
 class LeaderLatch:
     """Leader election where every candidate stays in line: ``LeaderLatch(client, path, id)``.
@@ -177,7 +172,7 @@ class LeaderLatch:
         self._lock = threading.Lock()
         self._life = Lifecycle()
         self._entry: Entry | None = None
-        self._term: _Term | None = None
+        self._term: Hold | None = None
         self._last_token: int | None = None
         self._published = False
         self._listeners: list[LeaderLatchListener] = []
@@ -504,7 +499,7 @@ class LeaderLatch:
                 # Declared while disconnected, the term is in doubt until the
                 # reconnect shows our node is still there (apply_change).
                 seq, in_doubt = taken_now(client)
-                self._term = _Term(entry, seq, in_doubt)
+                self._term = Hold(entry, seq, in_doubt)
                 self._last_token = entry.czxid
             self._watching = None
         self._publish()
