@@ -172,6 +172,7 @@ class LeaderLatch:
         self._lock = threading.Lock()
         self._life = Lifecycle()
         self._entry: Entry | None = None
+        #: Our node while it is first in line: a hold like any other (_internals/holding.py).
         self._term: Hold | None = None
         self._last_token: int | None = None
         self._published = False
