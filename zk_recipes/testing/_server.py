@@ -439,6 +439,8 @@ class ZooKeeperServer(_ServerBase):
 
     ``with ZooKeeperServer() as zk: KazooClient(zk.connect_string)``. Times are seconds.
     ``data_dir`` given: use it and keep it; otherwise a temp dir removed by ``close()``.
+    ``port`` given: serve clients on it (``HarnessError`` if it is taken) instead of a
+    free port.
 
     By default the server runs as a quorum of one (``standaloneEnabled=false``;
     ``mode()`` says ``"leader"``), because ZooKeeper 3.8.0's standalone mode has a
@@ -466,7 +468,12 @@ class ZooKeeperServer(_ServerBase):
         sync_limit: int = 5,
         standalone_mode: bool = False,
         installation: Installation | None = None,
+        port: int | None = None,
     ) -> None:
+        if port is not None and (
+            isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536
+        ):
+            raise HarnessError(f"port must be a TCP port number from 1 to 65535, got {port!r}")
         options = _Options(
             tick_time=tick_time,
             min_session_timeout=min_session_timeout,
@@ -483,6 +490,8 @@ class ZooKeeperServer(_ServerBase):
         directory, owned = _make_directory(data_dir)
         resources = _Resources(directory if owned else None)
         ports = free_ports(3)
+        if port is not None:
+            ports[0] = port
         super().__init__(
             name="standalone" if standalone_mode else "server.1",
             directory=directory,
@@ -496,6 +505,7 @@ class ZooKeeperServer(_ServerBase):
         self._finalizer = weakref.finalize(self, resources.release)
         self._owned = owned
         self._served_once = False
+        self._fixed_port = port is not None
 
     def _start(self) -> None:
         if not self._finalizer.alive:
@@ -508,7 +518,7 @@ class ZooKeeperServer(_ServerBase):
                 return
             except _PortTaken:
                 # Clients may know the port once it has served: never move it then.
-                if self._served_once or attempt == 2:
+                if self._served_once or self._fixed_port or attempt == 2:
                     raise
                 ports = free_ports(3)
                 self._set_ports((ports[0], ports[1], ports[2]))
