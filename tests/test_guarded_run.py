@@ -95,18 +95,21 @@ def test_the_command_runs_holding_the_lock_and_its_status_is_returned(
     wait_until(lambda: (tmp_path / "a" / "pid").exists(), "the command started")
 
     contenders = Lock(observer, lock_path("job")).contenders()
-    assert len(contenders) == 1 and contenders[0].is_holder
+    assert len(contenders) == 1
+    assert contenders[0].is_holder
     owner = contenders[0].owner
     # The owner data names the command line, this host, the runner's pid and the start time.
     assert owner.id == shlex.join(argv)
-    assert owner.host == socket.gethostname() and owner.pid == os.getpid()
+    assert owner.host == socket.gethostname()
+    assert owner.pid == os.getpid()
     assert owner.since is not None
 
     (tmp_path / "a" / "go").write_text("")
     assert run.wait() == 3
     # Released when the command ended: the node is gone, with the session still open.
     assert _nodes(observer, lock_path("job")) == []
-    assert runner.state is not None and runner.state.value == "CONNECTED"
+    assert runner.state is not None
+    assert runner.state.value == "CONNECTED"
 
 
 def test_no_wait_gives_busy_and_never_runs_the_command(
@@ -240,7 +243,8 @@ def test_a_standby_runs_the_command_only_while_it_leads(
     nodes = sorted(_nodes(first_client, leader_path("beat")), key=lambda n: n[-10:])
     data, _ = first_client.get(f"{leader_path('beat')}/{nodes[0]}")
     owner = Owner.from_bytes(data)
-    assert owner.pid == os.getpid() and owner.id == shlex.join(_child(tmp_path / "1"))
+    assert owner.pid == os.getpid()
+    assert owner.id == shlex.join(_child(tmp_path / "1"))
 
     # The leader's command ends: its status is the run's, and leadership passes on.
     (tmp_path / "1" / "go").write_text("")
