@@ -26,6 +26,7 @@ from zk_recipes import (
     RLock,
     Semaphore,
     ZkClient,
+    digest_acl,
     holders,
     holders_table,
 )
@@ -348,6 +349,14 @@ def test_an_empty_or_missing_path_gives_an_empty_list(zk_client: ZkClient) -> No
     assert holders(zk_client) == []
     with pytest.raises(InvalidPathError):
         holders(zk_client, "relative")
+
+
+def test_a_subtree_this_client_may_not_list_is_left_out(zk_client: ZkClient) -> None:
+    zk_client.create("/secret", acl=(digest_acl("someone-else", "pw"),))
+    lock = Lock(zk_client, "/open")
+    assert lock.acquire()
+    assert [r.path for r in holders(zk_client)] == ["/open"]
+    lock.release()
 
 
 def test_nodes_that_vanish_mid_walk_are_left_out(

@@ -5,9 +5,11 @@ processes it describes: it reads the tree the way a recipe would, and so sees
 Java (Curator) contenders beside ours.
 
 Algorithm. Walk the tree breadth-first, each level's ``getChildren`` pipelined
-(one round trip per level). A child whose name ends in a recipe token and a
-sequence number (``lock-``, ``__READ__``, ``__WRIT__``, ``latch-``, ``lease-``)
-is a contender node: ephemeral, so it has no children and is not listed. A
+(one round trip per level). A child whose name ends in a sequence number is
+not listed: contender nodes (a recipe token, ``lock-``, ``__READ__``,
+``__WRIT__``, ``latch-`` or ``lease-``, then the number) are ephemeral and
+have no children, and other sequential nodes (queue items) are leaves too; a
+subtree this client may not list (NoAuth) is not seen. A
 directory is recognised by its children's names (Curator's layouts, ours are
 the same):
 
@@ -54,7 +56,7 @@ from typing import Any, Protocol, TypeVar
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
-from zk_recipes._errors import NoNodeError
+from zk_recipes._errors import NoAuthError, NoNodeError
 from zk_recipes._internals.args import require_client
 from zk_recipes._internals.contenders import sort_key
 from zk_recipes._leader.latch import LATCH_TOKEN
@@ -89,6 +91,9 @@ _CELERY_BEAT_SEGMENT = "beat"
 _RW_TOKENS = (READ_TOKEN, WRITE_TOKEN)
 _TOKENS = (READ_TOKEN, WRITE_TOKEN, LATCH_TOKEN, LEASE_TOKEN, LOCK_TOKEN)
 _CONTENDER = re.compile("(" + "|".join(re.escape(t) for t in _TOKENS) + r")(-?\d{10})$")
+_SEQUENTIAL = re.compile(r"\d{10}$")
+#: Data that is neither an identifier nor an address: Curator's revocation request.
+_REVOKE = b"__REVOKE__"
 _BEAT_ID = re.compile(r"([^\s:]+):(\d+)")
 #: Requests in flight at once (a walk of a large tree does not queue thousands).
 _BATCH = 500
@@ -194,14 +199,18 @@ class _Request(Protocol[T]):
     def result(self, timeout: float | None = None) -> T: ...
 
 
-def _gather(client: ZkClient, requests: Iterable[tuple[str, _Request[T]]]) -> list[tuple[str, T]]:
-    """Results of pipelined requests; nodes gone meanwhile are left out."""
+def _gather(
+    client: ZkClient,
+    requests: Iterable[tuple[str, _Request[T]]],
+    skip: tuple[type[Exception], ...] = (NoNodeError,),
+) -> list[tuple[str, T]]:
+    """Results of pipelined requests; nodes gone meanwhile (``skip``) are left out."""
     timeout = client.settings.connection_timeout
     found: list[tuple[str, T]] = []
     for path, request in requests:
         try:
             found.append((path, request.result(timeout)))
-        except NoNodeError:
+        except skip:
             continue
     return found
 
@@ -219,12 +228,12 @@ def _walk(client: ZkClient, root: str) -> dict[str, list[str]]:
         below: list[str] = []
         for batch in _in_batches(level):
             pending = [(p, client.get_children_async(p)) for p in batch]
-            for parent, children in _gather(client, pending):
+            for parent, children in _gather(client, pending, (NoNodeError, NoAuthError)):
                 listed[parent] = children
                 below.extend(
                     _paths.join(parent, name)
                     for name in children
-                    if not _CONTENDER.search(name)
+                    if not _SEQUENTIAL.search(name)
                     # ZooKeeper's own subtree, when there is no namespace to hide it
                     and not (parent == "/" and name == "zookeeper" and not client.namespace)
                 )
@@ -322,7 +331,7 @@ def _kind(path: str, family: str, queue: Sequence[_Read]) -> str:
 
 def _is_identifier(raw: bytes) -> bool:
     """Data only a LeaderSelector writes: text that is neither owner JSON nor an IP address."""
-    if not raw or Owner.from_bytes(raw):
+    if not raw or raw == _REVOKE or Owner.from_bytes(raw):
         return False
     text = raw.decode("utf-8", "replace").strip()
     try:
