@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUTSIDE = ("integrations", "zk_recipes/testing", "example_projects", "benchmarks")
 #: Curator's recipe families (``recipes.locks``, ``recipes.leader``, ...), as private
 #: packages of the core; ``discovery`` is public, as curator-x-discovery is separate.
+#: ``_inspect`` reads what the others write (holders): a family that creates nothing.
 FAMILIES = (
     "_locks",
     "_leader",
@@ -41,6 +42,7 @@ FAMILIES = (
     "_cache",
     "_queue",
     "discovery",
+    "_inspect",
 )
 #: Packages whose modules are recipe code: the families and their shared machinery.
 RECIPE_PACKAGES = (*FAMILIES, "_internals")
@@ -55,6 +57,8 @@ ALLOWED_EDGES: dict[str, frozenset[str]] = {
     "_queue": frozenset({"_locks"}),
     "_nodes": frozenset({"_cache"}),
     "discovery": frozenset({"_nodes", "_cache"}),
+    # holders() reads the node names the recipes define (their tokens and directories).
+    "_inspect": frozenset({"_locks", "_leader"}),
 }
 
 #: Violations known and not fixed yet: empty. A new violation fails the test; an

@@ -18,7 +18,8 @@ keeps it so):
   model, the lock-like contract, the reconciler, lifecycles, threads;
 - the families, named after Curator's packages: ``_locks``, ``_leader``
   (may use ``_locks``), ``_barriers``, ``_counters`` (may use ``_locks``),
-  ``_nodes``;
+  ``_nodes``, and ``_inspect`` (reads what ``_locks`` and ``_leader`` write:
+  ``holders()``);
 - this facade.
 
 Public classes report ``zk_recipes.<Name>`` in reprs and tracebacks (their
@@ -88,6 +89,12 @@ from zk_recipes._errors import (
     WrongTypeError as WrongTypeError,
     ZkRecipesError as ZkRecipesError,
     ZkTimeoutError as ZkTimeoutError,
+)
+from zk_recipes._inspect.holders import (
+    QueuedNode as QueuedNode,
+    RecipeHolders as RecipeHolders,
+    holders as holders,
+    holders_table as holders_table,
 )
 from zk_recipes._internals.locklike import (
     LockLike as LockLike,
@@ -230,9 +237,11 @@ __all__ = [
     "PlateauRetry",
     "ProcessClient",
     "PromotedToLock",
+    "QueuedNode",
     "RLock",
     "ReadLock",
     "ReadWriteLock",
+    "RecipeHolders",
     "RecipeUsageError",
     "RetriesExhaustedError",
     "RetryForever",
@@ -261,6 +270,8 @@ __all__ = [
     "ZnodeStat",
     "__version__",
     "digest_acl",
+    "holders",
+    "holders_table",
     "is_retryable",
     "retry",
 ]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import datetime
 import enum
 import hashlib
 import json
@@ -237,22 +236,20 @@ class Owner:
         return any(v is not None for v in dataclasses.astuple(self))
 
     def __str__(self) -> str:
+        """``host:pid (id)``, the parts known: ``web-1:4242 (task 7f3c...)``."""
         if not self:
             return "another process (no zk-recipes owner data)"
-        parts = []
+        if self.host is not None and self.pid is not None:
+            where = f"{self.host}:{self.pid}"
+        elif self.pid is not None:
+            where = f"pid {self.pid}"
+        else:
+            where = self.host or ""
         if self.id is not None:
-            parts.append(f"id {self.id}")
-        where = " ".join(
-            p for p in (self.host or "", f"pid {self.pid}" if self.pid is not None else "") if p
-        )
+            return f"{where} ({self.id})" if where else f"id {self.id}"
         if where:
-            parts.append(where)
-        if self.thread is not None:
-            parts.append(f"thread {self.thread!r}")
-        if self.since is not None:
-            stamp = datetime.datetime.fromtimestamp(self.since).isoformat(timespec="seconds")
-            parts.append(f"since {stamp}")
-        return ", ".join(parts)
+            return where
+        return f"thread {self.thread!r}" if self.thread is not None else "another process"
 
 
 @dataclasses.dataclass(frozen=True)

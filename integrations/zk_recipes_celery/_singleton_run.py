@@ -24,6 +24,7 @@ from zk_recipes import (
     Owner,
     RecipeUsageError,
     ZkRecipesError,
+    holders,
 )
 from zk_recipes_celery import _metrics
 from zk_recipes_celery._abort import Interrupter, disarm_for_cleanup, pending
@@ -159,10 +160,11 @@ def current_singleton() -> SingletonRun:
 
 # -- the guarded run ----------------------------------------------------------
 def _holder(lock: Lock) -> Owner | None:
+    """Who holds ``lock`` now, as ``zk-recipes holders`` reads it (None: nobody, or unreadable)."""
     try:
-        for contender in lock.contenders():
-            if contender.is_holder:
-                return contender.owner
+        for recipe in holders(lock.client, lock.path):
+            if recipe.path == lock.path and recipe.holders:
+                return recipe.holders[0].owner
     except ZkRecipesError:
         log.debug("reading the holder of %s failed", lock.path, exc_info=True)
     return None
@@ -260,6 +262,7 @@ def _on_conflict(
 
 
 def _describe(holder: Owner | None) -> str:
+    """``host:pid (task id)`` (Owner's str); "another process" when the holder wrote none."""
     return str(holder) if holder else "another process"
 
 

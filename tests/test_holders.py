@@ -1,0 +1,437 @@
+"""holders(): every recipe under a path, its holders and its queue, read from real nodes."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from zk_recipes import (
+    InvalidPathError,
+    LeaderLatch,
+    LeaderSelector,
+    LeadershipContext,
+    Lock,
+    NoNodeError,
+    Owner,
+    QueuedNode,
+    ReadWriteLock,
+    RecipeHolders,
+    RLock,
+    Semaphore,
+    ZkClient,
+    digest_acl,
+    holders,
+    holders_table,
+)
+from zk_recipes.testing import wait_until
+from zk_recipes.testing.pytest_plugin import ClientFactory
+
+HOST = socket.gethostname()
+PID = os.getpid()
+
+
+def _in_line(client: ZkClient, path: str) -> int:
+    try:
+        return len(client.get_children(path))
+    except NoNodeError:
+        return 0
+
+
+def _queued(client: ZkClient, path: str, count: int) -> Callable[[], bool]:
+    return lambda: _in_line(client, path) == count
+
+
+def _one(report: list[RecipeHolders], path: str) -> RecipeHolders:
+    found = [r for r in report if r.path == path]
+    assert len(found) == 1, report
+    return found[0]
+
+
+class _Background:
+    """Acquires that wait on threads of their own; ``cancel()``-ed and joined at the end."""
+
+    def __init__(self) -> None:
+        self.threads: list[threading.Thread] = []
+        self.cancels: list[Callable[[], None]] = []
+
+    def start(self, acquire: Callable[[], object], cancel: Callable[[], None]) -> None:
+        thread = threading.Thread(target=acquire, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+        self.cancels.append(cancel)
+
+    def stop(self) -> None:
+        for cancel in self.cancels:
+            cancel()
+        for thread in self.threads:
+            thread.join(10)
+            assert not thread.is_alive()
+
+
+@pytest.fixture
+def background() -> Iterator[_Background]:
+    waiting = _Background()
+    yield waiting
+    waiting.stop()
+
+
+def _hold_until_cancelled(ctx: LeadershipContext) -> None:
+    ctx.cancelled.wait(30)
+
+
+def test_a_held_lock_and_its_queue_in_order(
+    zk_client_factory: ClientFactory, background: _Background
+) -> None:
+    reader = zk_client_factory()
+    clients = [zk_client_factory() for _ in range(3)]
+    locks = [Lock(c, "/app/report", identifier=f"job-{i}") for i, c in enumerate(clients)]
+    assert locks[0].acquire()
+    for count, lock in enumerate(locks[1:], start=2):
+        background.start(functools.partial(lock.acquire, timeout=30), lock.cancel)
+        wait_until(_queued(reader, "/app/report", count), "queued")
+
+    report = holders(reader)
+
+    assert [(r.path, r.kind) for r in report] == [("/app/report", "lock")]
+    lock_report = report[0]
+    [holder] = lock_report.holders
+    assert holder.holding
+    assert holder.position == 0
+    assert holder.session_id == clients[0].session_id
+    assert holder.fencing_token == locks[0].fencing_token
+    assert holder.node == locks[0].node
+    assert (holder.owner.host, holder.owner.pid, holder.identifier) == (HOST, PID, "job-0")
+    assert holder.data is None
+    assert holder.mode is None
+    assert holder.since == holder.owner.since
+    assert abs(holder.since - time.time()) < 30
+    assert [(n.identifier, n.position, n.holding) for n in lock_report.waiting] == [
+        ("job-1", 1, False),
+        ("job-2", 2, False),
+    ]
+    assert [n.session_id for n in lock_report.waiting] == [c.session_id for c in clients[1:]]
+    sequences = [n.sequence for n in (holder, *lock_report.waiting)]
+    assert sequences == sorted(sequences)
+    assert len(set(sequences)) == 3
+    # The same answer from the lock's own path, and from a path above it.
+    assert holders(reader, "/app/report") == report
+    assert holders(reader, "/app") == report
+    locks[0].release()
+
+
+def test_an_rlock_entered_twice_is_one_node(zk_client_factory: ClientFactory) -> None:
+    client = zk_client_factory()
+    lock = RLock(client, "/r")
+    assert lock.acquire()
+    assert lock.acquire()
+    [report] = holders(zk_client_factory())
+    assert report.kind == "lock"
+    assert [n.fencing_token for n in report.holders] == [lock.fencing_token]
+    assert report.waiting == ()
+    lock.release()
+    lock.release()
+
+
+def test_read_write_lock_readers_hold_and_a_writer_waits(
+    zk_client_factory: ClientFactory, background: _Background
+) -> None:
+    reader_client = zk_client_factory()
+    rws = [ReadWriteLock(zk_client_factory(), "/rw", identifier=f"rw-{i}") for i in range(4)]
+    assert rws[0].read_lock.acquire()
+    assert rws[1].read_lock.acquire()
+    writer = rws[2].write_lock
+    background.start(lambda: writer.acquire(timeout=30), writer.cancel)
+    wait_until(lambda: _in_line(reader_client, "/rw") == 3, "writer queued")
+    late = rws[3].read_lock
+    background.start(lambda: late.acquire(timeout=30), late.cancel)
+    wait_until(lambda: _in_line(reader_client, "/rw") == 4, "late reader queued")
+
+    report = _one(holders(reader_client), "/rw")
+
+    assert report.kind == "read-write lock"
+    assert [(n.identifier, n.mode) for n in report.holders] == [("rw-0", "read"), ("rw-1", "read")]
+    assert [(n.identifier, n.mode, n.position) for n in report.waiting] == [
+        ("rw-2", "write", 2),
+        ("rw-3", "read", 3),
+    ]
+    assert report.holders[0].fencing_token == rws[0].read_lock.fencing_token
+    rws[0].read_lock.release()
+    rws[1].read_lock.release()
+    wait_until(writer.is_held, "the writer got it")
+    after = _one(holders(reader_client), "/rw")
+    assert [(n.identifier, n.mode) for n in after.holders] == [("rw-2", "write")]
+    assert [n.identifier for n in after.waiting] == ["rw-3"]
+    # The writer's thread holds it (re-entrant: only that thread may release); the
+    # client's close at the end of the test ends it.
+
+
+def test_semaphore_lease_holders_and_waiters(
+    zk_client_factory: ClientFactory, background: _Background
+) -> None:
+    reader = zk_client_factory()
+    clients = [zk_client_factory() for _ in range(4)]
+    sems = [Semaphore(c, "/sem", 2) for c in clients]
+    assert sems[0].acquire()
+    assert sems[1].acquire()
+    background.start(lambda: sems[2].acquire(timeout=30), sems[2].cancel)
+    # The first waiter holds the internal mutex and has made its lease node.
+    wait_until(lambda: _in_line(reader, "/sem/leases") == 3, "first waiter's lease")
+    background.start(lambda: sems[3].acquire(timeout=30), sems[3].cancel)
+    wait_until(lambda: _in_line(reader, "/sem/locks") == 2, "second waiter queued")
+
+    report = _one(holders(reader), "/sem")
+
+    assert report.kind == "semaphore"
+    assert [n.session_id for n in report.holders] == [clients[0].session_id, clients[1].session_id]
+    tokens = [sems[0].fencing_token, sems[1].fencing_token]
+    assert [n.fencing_token for n in report.holders] == tokens
+    assert all(n.owner.pid == PID and n.node.startswith("/sem/leases/") for n in report.holders)
+    first, second = report.waiting
+    assert (first.session_id, first.position) == (clients[2].session_id, 2)
+    assert first.node.startswith("/sem/leases/")  # its pending lease
+    assert (second.session_id, second.position) == (clients[3].session_id, 3)
+    assert second.node.startswith("/sem/locks/")  # still queued on the mutex
+    sems[0].release()
+    wait_until(lambda: sems[2].is_held(), "the first waiter got a lease")
+    after = _one(holders(reader), "/sem")
+    assert {n.session_id for n in after.holders} == {clients[1].session_id, clients[2].session_id}
+    sems[1].release()
+    sems[2].release()
+
+
+def test_leader_latch_leader_and_standbys(zk_client_factory: ClientFactory) -> None:
+    reader = zk_client_factory()
+    owner_json = Owner(host="web-7", pid=4242, id="cron").to_bytes().decode()
+    clients = [zk_client_factory() for _ in range(3)]
+    latches = []
+    for client, ident in zip(clients, ("alpha", owner_json, ""), strict=True):
+        latches.append(LeaderLatch(client, "/election", ident).start())
+        wait_until(_queued(reader, "/election", len(latches)), "candidate in line")
+    assert latches[0].await_leadership(10)
+    try:
+        report = _one(holders(reader), "/election")
+        assert report.kind == "leader latch"
+        [leader] = report.holders
+        assert (leader.identifier, leader.data, leader.owner) == ("alpha", "alpha", Owner())
+        assert leader.fencing_token == latches[0].fencing_token
+        assert leader.session_id == clients[0].session_id
+        json_standby, empty_standby = report.waiting
+        assert (json_standby.owner.host, json_standby.owner.pid) == ("web-7", 4242)
+        assert (json_standby.identifier, json_standby.data) == ("cron", None)
+        assert (empty_standby.identifier, empty_standby.data) == (None, "")
+        assert empty_standby.owner == Owner()
+        assert empty_standby.since == pytest.approx(time.time(), abs=30)  # the node's ctime
+    finally:
+        for latch in latches:
+            latch.close()
+
+
+def test_leader_selector_is_told_apart_by_its_identifiers(zk_client_factory: ClientFactory) -> None:
+    reader = zk_client_factory()
+    clients = [zk_client_factory() for _ in range(2)]
+    started = threading.Event()
+
+    def lead(ctx: LeadershipContext) -> None:
+        started.set()
+        _hold_until_cancelled(ctx)
+
+    first = LeaderSelector(clients[0], "/sel", lead, identifier="sel-a").start()
+    assert started.wait(10)
+    second = LeaderSelector(clients[1], "/sel", lead, identifier="sel-b").start()
+    try:
+        wait_until(lambda: _in_line(reader, "/sel") == 2, "second candidate in line")
+        report = _one(holders(reader), "/sel")
+        assert report.kind == "leader selector"
+        assert [n.identifier for n in report.holders] == ["sel-a"]
+        assert [n.identifier for n in report.waiting] == ["sel-b"]
+        assert report.holders[0].session_id == clients[0].session_id
+    finally:
+        first.close()
+        second.close()
+
+
+def test_celery_singleton_and_beat_paths(zk_client_factory: ClientFactory) -> None:
+    reader = zk_client_factory()
+    client = zk_client_factory()
+    task_id = "0b6c4d1e-6f7a-4c9e-9d35-1f5cf2f0e0a1"
+    singleton = Lock(client, "/celery/singleton/proj.sync/task", identifier=task_id)
+    assert singleton.acquire()
+    beat = LeaderLatch(client, "/celery/beat/proj", f"{HOST}:{PID}").start()
+    assert beat.await_leadership(10)
+    try:
+        report = holders(reader, "/celery")
+        assert [(r.path, r.kind) for r in report] == [
+            ("/celery/beat/proj", "celery beat"),
+            ("/celery/singleton/proj.sync/task", "celery singleton"),
+        ]
+        [leader] = report[0].holders
+        assert (leader.owner.host, leader.owner.pid) == (HOST, PID)
+        assert leader.identifier == f"{HOST}:{PID}"
+        [holder] = report[1].holders
+        assert (holder.identifier, holder.owner.pid) == (task_id, PID)
+        assert holder.fencing_token == singleton.fencing_token
+    finally:
+        beat.close()
+        singleton.release()
+
+
+def test_json_and_table(zk_client_factory: ClientFactory, background: _Background) -> None:
+    reader = zk_client_factory()
+    holder_client, waiter_client = zk_client_factory(), zk_client_factory()
+    lock = Lock(holder_client, "/t", identifier="nightly")
+    assert lock.acquire()
+    waiter = Lock(waiter_client, "/t")
+    background.start(lambda: waiter.acquire(timeout=30), waiter.cancel)
+    wait_until(lambda: _in_line(reader, "/t") == 2, "waiter queued")
+
+    report = holders(reader)
+    encoded = json.loads(json.dumps([r.as_dict() for r in report]))
+    assert encoded == [r.as_dict() for r in report]
+    [entry] = encoded
+    assert set(entry) == {"path", "kind", "holders", "waiting"}
+    assert set(entry["holders"][0]) == {
+        "node",
+        "sequence",
+        "holding",
+        "position",
+        "mode",
+        "host",
+        "pid",
+        "thread",
+        "id",
+        "since",
+        "fencing_token",
+        "session_id",
+        "session_id_hex",
+        "data",
+    }
+    assert entry["holders"][0]["pid"] == PID
+    assert entry["holders"][0]["session_id_hex"] == f"{holder_client.session_id:#x}"
+    assert entry["waiting"][0]["position"] == 1
+
+    since = report[0].holders[0].since
+    table = holders_table(report, now=since + 200)
+    lines = table.splitlines()
+    assert lines[0].split() == [
+        "RECIPE",
+        "KIND",
+        "ROLE",
+        "HOST",
+        "PID",
+        "ID",
+        "SINCE",
+        "TOKEN",
+        "SESSION",
+    ]
+    assert HOST in lines[1]
+    assert str(PID) in lines[1]
+    assert "nightly" in lines[1]
+    assert "holder" in lines[1]
+    assert "3m" in lines[1]
+    assert str(lock.fencing_token) in lines[1]
+    assert f"{holder_client.session_id:#x}" in lines[1]
+    assert "waiting #1" in lines[2]
+    assert holders_table([]) == "no locks, semaphores or elections found"
+    lock.release()
+
+
+def test_an_empty_or_missing_path_gives_an_empty_list(zk_client: ZkClient) -> None:
+    zk_client.create("/plain/a/b", b"x", parents=True)
+    assert holders(zk_client, "/plain") == []
+    assert holders(zk_client, "/no/such/path") == []
+    assert holders(zk_client) == []
+    with pytest.raises(InvalidPathError):
+        holders(zk_client, "relative")
+
+
+def test_a_subtree_this_client_may_not_list_is_left_out(zk_client: ZkClient) -> None:
+    zk_client.create("/secret", acl=(digest_acl("someone-else", "pw"),))
+    lock = Lock(zk_client, "/open")
+    assert lock.acquire()
+    assert [r.path for r in holders(zk_client)] == ["/open"]
+    lock.release()
+
+
+def test_nodes_that_vanish_mid_walk_are_left_out(
+    zk_client_factory: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader = zk_client_factory()
+    holder_client = zk_client_factory()
+    gone = Lock(zk_client_factory(), "/v/gone")
+    stays = Lock(holder_client, "/v/stays")
+    assert gone.acquire()
+    assert stays.acquire()
+    doomed_dir = zk_client_factory()
+    doomed_dir.create("/v/dir/sub", parents=True)
+    gone_node = gone.node
+    assert gone_node is not None
+    real_get = reader.get_async
+    real_list = reader.get_children_async
+
+    def get_after_release(path: str, watch: object = None) -> object:
+        if path == gone_node and gone.is_held():
+            gone.release()  # listed, then gone before its data is read
+        return real_get(path)
+
+    def list_after_delete(path: str, watch: object = None) -> object:
+        if path == "/v/dir/sub":
+            doomed_dir.delete("/v/dir/sub")  # listed as a child, gone before it is listed
+        return real_list(path)
+
+    monkeypatch.setattr(reader, "get_async", get_after_release)
+    monkeypatch.setattr(reader, "get_children_async", list_after_delete)
+    report = holders(reader, "/v")
+
+    assert [r.path for r in report] == ["/v/stays"]
+    assert report[0].holders[0].session_id == holder_client.session_id
+    stays.release()
+
+
+def test_a_busy_tree_reads_without_errors(zk_client_factory: ClientFactory) -> None:
+    reader = zk_client_factory()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def churn(client: ZkClient, path: str) -> None:
+        lock = Lock(client, path)
+        try:
+            while not stop.is_set():
+                with lock:
+                    pass
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    workers = [
+        threading.Thread(target=churn, args=(zk_client_factory(), f"/busy/{i % 2}"))
+        for i in range(4)
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            for recipe in holders(reader, "/busy"):
+                assert recipe.kind == "lock"
+                assert len(recipe.holders) <= 1
+                nodes: tuple[QueuedNode, ...] = (*recipe.holders, *recipe.waiting)
+                assert [n.position for n in nodes] == list(range(len(nodes)))
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join(10)
+    assert errors == []
+
+
+def test_owner_reads_as_host_pid_and_id() -> None:
+    assert str(Owner(host="web-1", pid=42, id="t-1")) == "web-1:42 (t-1)"
+    assert str(Owner(host="web-1", pid=42)) == "web-1:42"
+    assert str(Owner(pid=42)) == "pid 42"
+    assert str(Owner(id="t-1")) == "id t-1"
+    assert str(Owner()) == "another process (no zk-recipes owner data)"

@@ -1,0 +1,507 @@
+"""Holders: who holds and who waits, for every recipe under a path, from the znodes alone.
+
+``holders(client, path)`` needs no recipe object and no cooperation from the
+processes it describes: it reads the tree the way a recipe would, and so sees
+Java (Curator) contenders beside ours.
+
+Algorithm. Walk the tree breadth-first, each level's ``getChildren`` pipelined
+(one round trip per level). A child whose name ends in a sequence number is
+not listed: contender nodes (a recipe token, ``lock-``, ``__READ__``,
+``__WRIT__``, ``latch-`` or ``lease-``, then the number) are ephemeral and
+have no children, and other sequential nodes (queue items) are leaves too; a
+subtree this client may not list (NoAuth) is not seen. A
+directory is recognised by its children's names (Curator's layouts, ours are
+the same):
+
+- ``lock-`` nodes: a mutex. "lock" (Lock, RLock, InterProcessMutex); "leader
+  selector" when a node's data is a plain identifier (neither our owner JSON
+  nor an IP address: only a LeaderSelector writes that); "celery singleton"
+  under ``.../singleton/<task>/<key>``.
+- ``__READ__`` / ``__WRIT__`` nodes: "read-write lock".
+- ``latch-`` nodes: "leader latch"; "celery beat" under ``.../beat/<name>``.
+- a ``leases`` child (and usually ``locks``): "semaphore".
+
+Then every contender node is read (``getData``, pipelined in batches) for its
+data and stat, and each queue is ordered and decided as its recipe does
+(_internals/contenders.py's sort key; the read-write rules of _locks/rwlock.py;
+a semaphore's pending leases, below). A node gone between the listing and the
+read is left out: it is not in the queue any more.
+
+Semaphores. Curator's V2 (and ours) keeps ``max_leases`` in each process,
+not in ZooKeeper, so the limit cannot be read. The lease nodes are the
+holders, except the ones of the process acquiring now: the head of
+``locks/`` creates its lease node(s) while it holds that mutex and waits
+until they fit, so lease nodes of the mutex holder's session made after its
+mutex node are waiting, with the rest of the mutex queue behind them.
+
+Owner data. Our locks, leases and semaphores write ``Owner`` JSON; a
+LeaderLatch or LeaderSelector writes its identifier (which may be owner JSON:
+parsed then); Celery's beat election writes ``host:pid``; Curator writes the
+peer's IP address or nothing. What is not owner JSON is kept as text in
+``QueuedNode.data``, and ``since`` is then the node's ctime.
+
+Reads only: no watch is left, no node is created. SUSPENDED/LOST: the reads
+fail with the client's error (ConnectionLostError, SessionLost, ...), as any
+read does; there is nothing to clean up.
+
+Size (~500 lines, over the house's ~400): the reader, its two result types
+and the table for people are one idea (what ``zk-recipes holders`` shows),
+and the queue rules are the recipes' own, restated for reading.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import re
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from zk_recipes import _paths
+from zk_recipes._client.client import ZkClient
+from zk_recipes._errors import NoAuthError, NoNodeError
+from zk_recipes._internals.args import require_client
+from zk_recipes._internals.contenders import sort_key
+from zk_recipes._leader.latch import LATCH_TOKEN
+from zk_recipes._locks.lock import LOCK_TOKEN
+from zk_recipes._locks.rwlock import READ_TOKEN, WRITE_TOKEN
+from zk_recipes._locks.semaphore import LEASE_TOKEN, LEASES_DIR, LOCKS_DIR
+from zk_recipes._types import Owner, ZnodeStat
+
+#: The kinds ``RecipeHolders.kind`` takes.
+LOCK = "lock"
+READ_WRITE_LOCK = "read-write lock"
+SEMAPHORE = "semaphore"
+LEADER_LATCH = "leader latch"
+LEADER_SELECTOR = "leader selector"
+CELERY_SINGLETON = "celery singleton"
+CELERY_BEAT = "celery beat"
+KINDS = (
+    LOCK,
+    READ_WRITE_LOCK,
+    SEMAPHORE,
+    LEADER_LATCH,
+    LEADER_SELECTOR,
+    CELERY_SINGLETON,
+    CELERY_BEAT,
+)
+
+# The Celery integration's layout (zk_recipes_celery/_config.py; the core cannot import it):
+# singleton locks at <prefix>/singleton/<task>/<key>, the beat election at <prefix>/beat/<name>.
+_CELERY_SINGLETON_SEGMENT = "singleton"
+_CELERY_BEAT_SEGMENT = "beat"
+
+_RW_TOKENS = (READ_TOKEN, WRITE_TOKEN)
+_TOKENS = (READ_TOKEN, WRITE_TOKEN, LATCH_TOKEN, LEASE_TOKEN, LOCK_TOKEN)
+_CONTENDER = re.compile("(" + "|".join(re.escape(t) for t in _TOKENS) + r")(-?\d{10})$")
+_SEQUENTIAL = re.compile(r"\d{10}$")
+#: Data that is neither an identifier nor an address: Curator's revocation request.
+_REVOKE = b"__REVOKE__"
+_BEAT_ID = re.compile(r"([^\s:]+):(\d+)")
+#: Requests in flight at once (a walk of a large tree does not queue thousands).
+_BATCH = 500
+
+
+@dataclasses.dataclass(frozen=True)
+class QueuedNode:
+    """One contender node of a recipe: a holder or a waiter."""
+
+    #: The node's full path, relative to the client's namespace.
+    node: str
+    #: Its sequence number (the ``%010d`` suffix).
+    sequence: int
+    #: True while it holds (the lock, a lease, leadership).
+    holding: bool
+    #: Its place in the recipe's queue, 0-based: holders first, then waiters in order.
+    position: int
+    #: The session that owns it (the node's ephemeralOwner).
+    session_id: int
+    #: When it was queued, epoch seconds: the owner's ``since``, else the node's ctime.
+    since: float
+    #: The node's czxid: the fencing token our recipes hand out.
+    fencing_token: int
+    #: The owner data in the node (empty when the data is not ours).
+    owner: Owner
+    #: The node's data as text when it is not our owner JSON (Curator: an IP address or "").
+    data: str | None
+    #: A read-write lock's half: "read" or "write"; None for other recipes.
+    mode: str | None = None
+    #: The owner's id (a Celery task id), or an election candidate's identifier.
+    identifier: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: the fields, the owner flattened (see docs/operations.md)."""
+        owner = self.owner
+        return {
+            "node": self.node,
+            "sequence": self.sequence,
+            "holding": self.holding,
+            "position": self.position,
+            "mode": self.mode,
+            "host": owner.host,
+            "pid": owner.pid,
+            "thread": owner.thread,
+            "id": self.identifier,
+            "since": self.since,
+            "fencing_token": self.fencing_token,
+            "session_id": self.session_id,
+            "session_id_hex": f"{self.session_id:#x}",
+            "data": self.data,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class RecipeHolders:
+    """Who holds one recipe and who waits for it, in the recipe's order."""
+
+    #: The recipe's path, relative to the client's namespace.
+    path: str
+    #: One of ``KINDS``: "lock", "read-write lock", "semaphore", "leader latch",
+    #: "leader selector", "celery singleton", "celery beat".
+    kind: str
+    #: The node(s) holding now (a leader, a lock holder, readers, leases).
+    holders: tuple[QueuedNode, ...]
+    #: The nodes waiting, first in line first.
+    waiting: tuple[QueuedNode, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"path", "kind", "holders": [...], "waiting": [...]}``, JSON-ready."""
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "holders": [n.as_dict() for n in self.holders],
+            "waiting": [n.as_dict() for n in self.waiting],
+        }
+
+
+def holders(client: ZkClient, path: str = "/") -> list[RecipeHolders]:
+    """Every recipe under ``path`` (itself included), sorted by path, with holders and waiters.
+
+    A path that does not exist gives an empty list: recipe directories are
+    CONTAINER nodes that the server removes once nobody holds or waits, so
+    "no such path" and "nobody there" are one answer. Connection trouble
+    raises the client's errors.
+    """
+    require_client(client, "holders()")
+    _paths.validate_path(path)
+    listed = _walk(client, path)
+    found = list(_recipes(listed))
+    nodes = _read(client, [n for recipe in found for n in recipe.node_paths()])
+    reports = [report for recipe in found if (report := recipe.report(nodes)) is not None]
+    return sorted(reports, key=lambda r: (r.path, r.kind))
+
+
+# -- walking -------------------------------------------------------------------------------
+
+T = TypeVar("T", covariant=True)
+
+
+class _Request(Protocol[T]):
+    """A request in flight (the client's ``*_async`` calls)."""
+
+    def result(self, timeout: float | None = None) -> T: ...
+
+
+def _gather(
+    client: ZkClient,
+    requests: Iterable[tuple[str, _Request[T]]],
+    skip: tuple[type[Exception], ...] = (NoNodeError,),
+) -> list[tuple[str, T]]:
+    """Results of pipelined requests; nodes gone meanwhile (``skip``) are left out."""
+    timeout = client.settings.connection_timeout
+    found: list[tuple[str, T]] = []
+    for path, request in requests:
+        try:
+            found.append((path, request.result(timeout)))
+        except skip:
+            continue
+    return found
+
+
+def _in_batches(paths: Sequence[str]) -> Iterable[Sequence[str]]:
+    for start in range(0, len(paths), _BATCH):
+        yield paths[start : start + _BATCH]
+
+
+def _walk(client: ZkClient, root: str) -> dict[str, list[str]]:
+    """The children of every directory under ``root``, contender nodes not descended into."""
+    listed: dict[str, list[str]] = {}
+    level = [root]
+    while level:
+        below: list[str] = []
+        for batch in _in_batches(level):
+            pending = [(p, client.get_children_async(p)) for p in batch]
+            for parent, children in _gather(client, pending, (NoNodeError, NoAuthError)):
+                listed[parent] = children
+                below.extend(
+                    _paths.join(parent, name)
+                    for name in children
+                    if not _SEQUENTIAL.search(name)
+                    # ZooKeeper's own subtree, when there is no namespace to hide it
+                    and not (parent == "/" and name == "zookeeper" and not client.namespace)
+                )
+        level = below
+    return listed
+
+
+def _read(client: ZkClient, paths: Sequence[str]) -> dict[str, tuple[bytes, ZnodeStat]]:
+    found: dict[str, tuple[bytes, ZnodeStat]] = {}
+    for batch in _in_batches(paths):
+        found.update(_gather(client, [(p, client.get_async(p)) for p in batch]))
+    return found
+
+
+# -- recognising ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Found:
+    """A recipe directory seen in the walk, before its nodes are read."""
+
+    path: str
+    family: str  # LOCK, READ_WRITE_LOCK, LEADER_LATCH or SEMAPHORE
+    tokens: tuple[str, ...]
+    names: list[str]  # contender names (a semaphore's leases)
+    leases_dir: str = ""
+    mutex: list[str] = dataclasses.field(default_factory=list)  # a semaphore's locks/
+
+    def node_paths(self) -> list[str]:
+        where = self.leases_dir or self.path
+        paths = [_paths.join(where, n) for n in self.names]
+        return paths + [_paths.join(self.path, LOCKS_DIR, n) for n in self.mutex]
+
+    def report(self, nodes: dict[str, tuple[bytes, ZnodeStat]]) -> RecipeHolders | None:
+        where = self.leases_dir or self.path
+        if self.family == SEMAPHORE:
+            return _semaphore(self, nodes)
+        queue = _queue(where, self.names, self.tokens, nodes)
+        if not queue:
+            return None  # every node went while we read: nobody is there now
+        kind = _kind(self.path, self.family, queue)
+        if self.family == READ_WRITE_LOCK:
+            holding = _rw_holding(queue)
+        else:
+            holding = [index == 0 for index in range(len(queue))]
+        return _build(self.path, kind, queue, holding)
+
+
+def _recipes(listed: dict[str, list[str]]) -> Iterable[_Found]:
+    semaphore_dirs: set[str] = set()
+    for path, children in listed.items():
+        leases_dir = _paths.join(path, LEASES_DIR)
+        if LEASES_DIR in children and leases_dir in listed:
+            locks_dir = _paths.join(path, LOCKS_DIR)
+            semaphore_dirs.update((leases_dir, locks_dir))
+            leases = [n for n in listed[leases_dir] if _token(n) == LEASE_TOKEN]
+            mutex = [n for n in listed.get(locks_dir, []) if _token(n) == LOCK_TOKEN]
+            yield _Found(path, SEMAPHORE, (LEASE_TOKEN,), leases, leases_dir, mutex)
+    for path, children in listed.items():
+        if path in semaphore_dirs:
+            continue
+        by_token: dict[str, list[str]] = {}
+        for name in children:
+            token = _token(name)
+            if token is not None:
+                by_token.setdefault(token, []).append(name)
+        rw = by_token.get(READ_TOKEN, []) + by_token.get(WRITE_TOKEN, [])
+        if rw:
+            yield _Found(path, READ_WRITE_LOCK, _RW_TOKENS, rw)
+        if LOCK_TOKEN in by_token:
+            yield _Found(path, LOCK, (LOCK_TOKEN,), by_token[LOCK_TOKEN])
+        if LATCH_TOKEN in by_token:
+            yield _Found(path, LEADER_LATCH, (LATCH_TOKEN,), by_token[LATCH_TOKEN])
+        if LEASE_TOKEN in by_token:  # the walk started inside a semaphore: <path> is leases/
+            parent = _paths.parent_of(path) if _paths.name_of(path) == LEASES_DIR else path
+            yield _Found(parent, SEMAPHORE, (LEASE_TOKEN,), by_token[LEASE_TOKEN], path)
+
+
+def _token(name: str) -> str | None:
+    match = _CONTENDER.search(name)
+    return match.group(1) if match else None
+
+
+def _kind(path: str, family: str, queue: Sequence[_Read]) -> str:
+    segments = path.split("/")
+    if family == LOCK:
+        if len(segments) >= 4 and segments[-3] == _CELERY_SINGLETON_SEGMENT:
+            return CELERY_SINGLETON
+        if any(_is_identifier(n.raw) for n in queue):
+            return LEADER_SELECTOR
+    if family == LEADER_LATCH and len(segments) >= 3 and segments[-2] == _CELERY_BEAT_SEGMENT:
+        return CELERY_BEAT
+    return family
+
+
+def _is_identifier(raw: bytes) -> bool:
+    """Data only a LeaderSelector writes: text that is neither owner JSON nor an IP address."""
+    if not raw or raw == _REVOKE or Owner.from_bytes(raw):
+        return False
+    text = raw.decode("utf-8", "replace").strip()
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return True
+    return False
+
+
+# -- deciding ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Read:
+    """A contender node as read, in queue order."""
+
+    path: str
+    key: str
+    sequence: int
+    stat: ZnodeStat
+    raw: bytes
+    mode: str | None
+
+
+def _queue(
+    directory: str,
+    names: Sequence[str],
+    tokens: Sequence[str],
+    nodes: dict[str, tuple[bytes, ZnodeStat]],
+) -> list[_Read]:
+    """The nodes still there, in the recipe's order (Curator's sort key, stable)."""
+    queue: list[_Read] = []
+    for name in sorted(names, key=lambda n: sort_key(n, tokens)):
+        path = _paths.join(directory, name)
+        if path not in nodes:
+            continue
+        raw, stat = nodes[path]
+        key = sort_key(name, tokens)
+        mode = None
+        if tokens == _RW_TOKENS:
+            mode = "write" if _token(name) == WRITE_TOKEN else "read"
+        queue.append(_Read(path, key, int(key), stat, raw, mode))
+    return queue
+
+
+def _rw_holding(queue: Sequence[_Read]) -> list[bool]:
+    """The read-write rules: a writer holds when first (its own downgrade read node aside);
+    a reader holds while no writer sorts before it (a downgrade node sits at its writer's key)."""
+    writers = [n.key for n in queue if n.mode == "write"]
+    first_writer = writers[0] if writers else None
+    first_key = queue[0].key
+    return [
+        n.key == first_key if n.mode == "write" else first_writer is None or n.key <= first_writer
+        for n in queue
+    ]
+
+
+def _semaphore(found: _Found, nodes: dict[str, tuple[bytes, ZnodeStat]]) -> RecipeHolders | None:
+    leases = _queue(found.leases_dir, found.names, (LEASE_TOKEN,), nodes)
+    mutex = _queue(_paths.join(found.path, LOCKS_DIR), found.mutex, (LOCK_TOKEN,), nodes)
+    if not leases and not mutex:
+        return None
+    pending: list[_Read] = []
+    if mutex:
+        head = mutex[0].stat
+        pending = [
+            n
+            for n in leases
+            if n.stat.ephemeral_owner == head.ephemeral_owner and n.stat.czxid > head.czxid
+        ]
+    granted = [n for n in leases if n not in pending]
+    waiting = pending + (mutex[1:] if pending else mutex)
+    holding = [True] * len(granted) + [False] * len(waiting)
+    return _build(found.path, SEMAPHORE, granted + waiting, holding)
+
+
+def _build(path: str, kind: str, queue: Sequence[_Read], holding: Sequence[bool]) -> RecipeHolders:
+    built = [
+        _queued(node, kind, position, held)
+        for position, (node, held) in enumerate(zip(queue, holding, strict=True))
+    ]
+    return RecipeHolders(
+        path,
+        kind,
+        tuple(n for n in built if n.holding),
+        tuple(n for n in built if not n.holding),
+    )
+
+
+def _queued(node: _Read, kind: str, position: int, holding: bool) -> QueuedNode:
+    raw, stat = node.raw, node.stat
+    owner = Owner.from_bytes(raw)
+    data: str | None = None
+    identifier = owner.id
+    if not owner:
+        data = raw.decode("utf-8", "replace")
+        if kind in (LEADER_LATCH, LEADER_SELECTOR, CELERY_BEAT) and data:
+            identifier = data  # Curator's Participant id: the node's data
+        beat = _BEAT_ID.fullmatch(data) if kind == CELERY_BEAT else None
+        if beat is not None:
+            owner = Owner(host=beat.group(1), pid=int(beat.group(2)))
+    return QueuedNode(
+        node=node.path,
+        sequence=node.sequence,
+        holding=holding,
+        position=position,
+        session_id=stat.ephemeral_owner,
+        since=owner.since if owner.since is not None else stat.ctime / 1000.0,
+        fencing_token=stat.czxid,
+        owner=owner,
+        data=data,
+        mode=node.mode,
+        identifier=identifier,
+    )
+
+
+# -- for people ----------------------------------------------------------------------------
+
+_COLUMNS = ("RECIPE", "KIND", "ROLE", "HOST", "PID", "ID", "SINCE", "TOKEN", "SESSION")
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def holders_table(report: Sequence[RecipeHolders], *, now: float | None = None) -> str:
+    """``report`` as a plain-text table, one row per node (ages counted from ``now``)."""
+    if not report:
+        return "no locks, semaphores or elections found"
+    at = time.time() if now is None else now
+    rows = [_COLUMNS]
+    for recipe in report:
+        if not recipe.holders and not recipe.waiting:
+            rows.append((recipe.path, recipe.kind, "-", "", "", "", "", "", ""))
+        for rank, node in enumerate((*recipe.holders, *recipe.waiting)):
+            role = "holder" if node.holding else f"waiting #{rank - len(recipe.holders) + 1}"
+            owner = node.owner
+            host = owner.host or (node.data if node.identifier is None else None)
+            rows.append(
+                (
+                    recipe.path,
+                    recipe.kind,
+                    f"{role} ({node.mode})" if node.mode else role,
+                    _cell(host),
+                    _cell(owner.pid),
+                    _cell(node.identifier),
+                    _age(at - node.since),
+                    str(node.fencing_token),
+                    f"{node.session_id:#x}",
+                )
+            )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+def _cell(value: object, limit: int = 40) -> str:
+    if value is None or value == "":
+        return "-"
+    text = _UNPRINTABLE.sub("?", str(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _age(seconds: float) -> str:
+    """``12s``, ``3m``, ``5h``, ``2d`` (a clock behind ours reads as 0s)."""
+    whole = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if whole >= size:
+            return f"{whole // size}{unit}"
+    return f"{whole}s"
