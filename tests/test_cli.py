@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -248,17 +249,17 @@ def test_holders_json_shows_the_holder_and_the_queue_in_order(
     second = _Cli(["lock", "demo", "--", *_job("B", tmp_path)], cli_env)
     cleanup.append(second)
 
-    def report() -> list[dict[str, object]]:
+    def report() -> list[dict[str, Any]]:
         code, out, err = _run(["holders", "--json"], cli_env)
         assert code == 0, err
-        parsed: list[dict[str, object]] = json.loads(out)
+        parsed: list[dict[str, Any]] = json.loads(out)
         return parsed
 
     wait_until(lambda: any(r["waiting"] for r in report()), "B queued", timeout=20)
     (recipe,) = [r for r in report() if r["path"] == lock_path("demo")]
     assert recipe["kind"] == "lock"
-    (holder,) = recipe["holders"]  # type: ignore[misc]
-    (waiter,) = recipe["waiting"]  # type: ignore[misc]
+    (holder,) = recipe["holders"]
+    (waiter,) = recipe["waiting"]
     assert holder["pid"] == first.process.pid
     assert holder["id"] == shlex.join(_job("A", tmp_path))  # the command line
     assert waiter["pid"] == second.process.pid

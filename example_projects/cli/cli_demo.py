@@ -25,10 +25,14 @@ from pathlib import Path
 from zk_recipes.testing import ZooKeeperServer
 
 
-def zk_recipes(*args: str, env: dict[str, str], **kwargs: object) -> subprocess.Popen[str]:
+def zk_recipes(*args: str, env: dict[str, str], own_group: bool = False) -> subprocess.Popen[str]:
+    """`zk-recipes ARGS` as another host would run it."""
     return subprocess.Popen(
-        [sys.executable, "-m", "zk_recipes", *args], env=env, text=True, **kwargs
-    )  # type: ignore[call-overload]
+        [sys.executable, "-m", "zk_recipes", *args],
+        env=env,
+        text=True,
+        start_new_session=own_group,
+    )
 
 
 def wait_for(path: Path, timeout: float = 20.0) -> None:
@@ -58,12 +62,13 @@ def main() -> None:
         codes = sorted(cron.wait(30) for cron in crons)
         ran = (work / "report.log").read_text().split()
         print(f"   exit codes {codes}; the report ran on {ran}")
-        assert codes == [0, 75, 75] and len(ran) == 1
+        if codes != [0, 75, 75] or len(ran) != 1:
+            raise SystemExit("expected exactly one run and two busy exits")
 
         print("2. three pods of a deploy each run the migration under one lock")
         migrate = (
-            f"if [ -e {work}/migrated ]; then echo \"$0: nothing to migrate\"; "
-            f"else sleep 1; touch {work}/migrated; echo \"$0: migrated\"; fi"
+            f'if [ -e {work}/migrated ]; then echo "$0: nothing to migrate"; '
+            f'else sleep 1; touch {work}/migrated; echo "$0: migrated"; fi'
         )
         pods = [
             zk_recipes("lock", "db-migrate", "--", "sh", "-c", migrate, f"pod-{n}", env=env)
@@ -75,7 +80,7 @@ def main() -> None:
         beat = f"echo $0 > {work}/beat-$0; while true; do sleep 0.1; done"
         standbys = {
             name: zk_recipes(
-                "leader", "beat", "--", "sh", "-c", beat, name, env=env, start_new_session=True
+                "leader", "beat", "--", "sh", "-c", beat, name, env=env, own_group=True
             )
             for name in ("beat-a", "beat-b")
         }
@@ -96,7 +101,9 @@ def main() -> None:
         killed_at = time.monotonic()
         os.killpg(standbys["beat-a"].pid, signal.SIGKILL)
         wait_for(work / "beat-beat-b")
-        print(f"   beat-b took over {time.monotonic() - killed_at:.1f}s after the kill (session 3s)")
+        print(
+            f"   beat-b took over {time.monotonic() - killed_at:.1f}s after the kill (session 3s)"
+        )
         standbys["beat-b"].send_signal(signal.SIGTERM)
         print(f"   beat-b stopped with exit code {standbys['beat-b'].wait(10)}")
         standbys["beat-a"].wait(10)

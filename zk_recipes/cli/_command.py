@@ -15,8 +15,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from typing import Any, NoReturn
+from collections.abc import Callable, Iterator
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -119,7 +119,7 @@ def cli(ctx: click.Context, hosts: str | None, namespace: str | None, verbose: i
         )
 
 
-_wait_options = [
+_wait_options: list[Callable[[Any], Any]] = [
     click.option(
         "--no-wait",
         is_flag=True,
@@ -132,7 +132,7 @@ _wait_options = [
         help="Give up after waiting this long (exit 124). Default: wait as long as it takes.",
     ),
 ]
-_run_options = [
+_run_options: list[Callable[[Any], Any]] = [
     click.option(
         "--grace",
         type=click.FloatRange(min=0),
@@ -149,10 +149,13 @@ _run_options = [
 ]
 
 
-def _with(options: list[Any]) -> Any:
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _with(options: list[Callable[[_F], _F]]) -> Callable[[_F], _F]:
     """Apply a shared list of click options, in order."""
 
-    def decorate(function: Any) -> Any:
+    def decorate(function: _F) -> _F:
         for option in reversed(options):
             function = option(function)
         return function
