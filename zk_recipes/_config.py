@@ -151,6 +151,7 @@ SETTINGS: tuple[Setting, ...] = (
         _values.retry_policy,
         {"policy": "ExponentialBackoffRetry", "base_sleep": 0.1, "max_retries": 5},
         field="retry_policy",
+        default_text='{"policy": "ExponentialBackoffRetry", "base_sleep": 0.1, "max_retries": 5}',
     ),
     _client(
         "auth",
@@ -222,7 +223,7 @@ SETTINGS: tuple[Setting, ...] = (
         "identifier",
         "str",
         None,
-        "Names this process in the owner data of the nodes it creates, beside host and pid.",
+        "Names this process in the owner data an integration writes, beside host and pid.",
         _values.identifier,
         "web-1",
     ),
