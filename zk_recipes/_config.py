@@ -7,14 +7,14 @@ value); a ``Spelling`` derives from the one name the key each framework uses;
 client's ``ClientSettings`` plus the integration's options. docs/settings.md
 is held to this table by tests/test_docs.py.
 
-==============  ==============================================  ===================
+==============  ==============================================  ==============================
 spelling        where the settings are                          ``session_timeout``
-==============  ==============================================  ===================
+==============  ==============================================  ==============================
 ``DJANGO``      ``settings.ZK_RECIPES = {"default": {...}}``    ``SESSION_TIMEOUT``
 ``FLASK``       ``app.config``                                  ``ZK_RECIPES_SESSION_TIMEOUT``
 ``CELERY``      ``app.conf``                                    ``zk_recipes_session_timeout``
 ``ENV``         ``os.environ`` (strings, for the command line)  ``ZK_RECIPES_SESSION_TIMEOUT``
-==============  ==============================================  ===================
+==============  ==============================================  ==============================
 
 Every key under a spelling's prefix must be a setting: a typo fails with a
 "did you mean" instead of being ignored, as a silently ignored
