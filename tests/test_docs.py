@@ -1,25 +1,25 @@
 """The docs keep up with the code: every setting documented once, no link to nowhere.
 
-``docs/settings.md`` is written by hand until it is generated from a settings
-table; until then this test holds it to ``ClientSettings`` and to the names
-the Celery integration reads (from its source: the core suite has no Celery).
+The settings table of ``docs/settings.md`` is generated from ``zk_recipes.SETTINGS``
+(``python tests/test_docs.py`` rewrites it) and this test fails when the two differ,
+so a setting cannot be added, renamed or given another default without its docs.
+Celery's own settings are checked the same way by the Celery suite
+(tests/integrations/celery/test_settings_doc.py): the core suite has no Celery.
 """
 
 from __future__ import annotations
 
-import ast
-import dataclasses
 import re
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
-from zk_recipes import ClientSettings
+from zk_recipes import SETTINGS, Setting, Spelling, read_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_DOC = ROOT / "docs" / "settings.md"
-CELERY_CONFIG = ROOT / "integrations" / "zk_recipes_celery" / "_config.py"
 #: Markdown that links to other files of the repository.
 MARKDOWN = sorted(
     [
@@ -32,6 +32,94 @@ MARKDOWN = sorted(
 )
 #: Source whose docstrings and messages name docs pages.
 SOURCES = ("zk_recipes", "integrations", "example_projects", "benchmarks", "scripts")
+#: Around each generated table: ``<!-- table: NAME -->`` ... ``<!-- end of table -->``.
+_TABLE = re.compile(r"(<!-- table: (\S+) .*?-->\n)(.*?)(<!-- end of table -->)", re.DOTALL)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _default(setting: Setting) -> str:
+    if setting.default_text is not None:
+        return setting.default_text
+    return repr(setting.default)
+
+
+def settings_table(settings: Sequence[Setting]) -> str:
+    """The core's table: each setting once, with its key in every spelling."""
+    lines = [
+        "| setting | type | default | meaning | Django | Flask, environment | Celery |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in settings:
+        keys = (
+            Spelling.DJANGO.key(s.name),
+            Spelling.FLASK.key(s.name),
+            Spelling.CELERY.key(s.name),
+        )
+        lines.append(
+            f"| `{s.name}` | {_cell(s.type)} | {_cell(_default(s))} | {_cell(s.meaning)} | "
+            + " | ".join(f"`{k}`" for k in keys)
+            + " |"
+        )
+    assert Spelling.FLASK.key("x") == Spelling.ENV.key("x"), (
+        "Flask and the environment share a column"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def own_settings_table(settings: Sequence[Setting], spelling: Spelling) -> str:
+    """An integration's own settings, by their key in its spelling."""
+    lines = ["| setting | type | default | meaning |", "|---|---|---|---|"]
+    for s in settings:
+        lines.append(
+            f"| `{spelling.key(s.name)}` | {_cell(s.type)} | {_cell(_default(s))} | "
+            f"{_cell(s.meaning)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def generated_tables(text: str) -> dict[str, str]:
+    """Each generated table of a page, by its name."""
+    return {match.group(2): match.group(3) for match in _TABLE.finditer(text)}
+
+
+def rewrite_tables(text: str, tables: dict[str, str]) -> str:
+    """``text`` with the named generated tables replaced."""
+
+    def replace(match: re.Match[str]) -> str:
+        body = tables.get(match.group(2), match.group(3))
+        return f"{match.group(1)}{body}{match.group(4)}"
+
+    return _TABLE.sub(replace, text)
+
+
+def test_the_settings_table_is_generated_from_the_code() -> None:
+    tables = generated_tables(SETTINGS_DOC.read_text())
+    assert tables.get("settings") == settings_table(SETTINGS), (
+        "docs/settings.md differs from zk_recipes.SETTINGS: run python tests/test_docs.py"
+    )
+
+
+def test_every_setting_is_described_once() -> None:
+    text = SETTINGS_DOC.read_text()
+    for setting in SETTINGS:
+        rows = re.findall(rf"^\| `{setting.name}` \|", text, flags=re.MULTILINE)
+        assert len(rows) == 1, f"{setting.name}: one row in docs/settings.md"
+    # Each plain-data form has its section, with an example.
+    for heading in ("Retry policies as data", "TLS as data", "Auth, SASL and ACLs as data"):
+        assert f"## {heading}\n" in text, heading
+
+
+def test_the_plain_data_examples_read() -> None:
+    """Every retry dict and TLS switch the page shows is one the reader takes."""
+    section = _section(SETTINGS_DOC.read_text(), "Retry policies as data")
+    examples = re.findall(r"^(\{.*\})", section, flags=re.MULTILINE)
+    assert len(examples) == 8
+    for example in examples:
+        source = {"ZK_RECIPES_HOSTS": "zk1", "ZK_RECIPES_RETRY": example.split("  #")[0]}
+        assert read_settings(source, Spelling.ENV).given == {"hosts", "retry"}, example
 
 
 def _section(text: str, heading: str) -> str:
@@ -39,65 +127,6 @@ def _section(text: str, heading: str) -> str:
     start = text.index(f"## {heading}\n")
     end = text.find("\n## ", start + 1)
     return text[start : end if end != -1 else len(text)]
-
-
-def _rows(section: str) -> dict[str, list[str]]:
-    """Table rows keyed by their first cell's `name`: the other cells (``\\|`` kept)."""
-    rows: dict[str, list[str]] = {}
-    for line in section.splitlines():
-        match = re.match(r"\| `([^`]+)` \|(.*)\|\s*$", line)
-        if match:
-            name = match.group(1)
-            assert name not in rows, f"{name} is described twice in one table"
-            rows[name] = re.split(r"(?<!\\)\|", match.group(2))
-    return rows
-
-
-def _celery_setting_names() -> set[str]:
-    """Every ``zk_recipes_*`` name the Celery integration reads (string constants)."""
-    tree = ast.parse(CELERY_CONFIG.read_text())
-    return {
-        node.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and re.fullmatch(r"zk_recipes_[a-z_]+", node.value)
-    }
-
-
-def _celery_client_fields() -> dict[str, str]:
-    """``_CLIENT_FIELDS`` of the Celery config: setting name -> ClientSettings field."""
-    tree = ast.parse(CELERY_CONFIG.read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "_CLIENT_FIELDS" for t in node.targets
-        ):
-            mapping = ast.literal_eval(node.value)
-            assert isinstance(mapping, dict)
-            return {str(k): str(v) for k, v in mapping.items()}
-    raise AssertionError(f"no _CLIENT_FIELDS in {CELERY_CONFIG}")
-
-
-def test_every_client_setting_is_documented_once_with_its_celery_spelling() -> None:
-    rows = _rows(_section(SETTINGS_DOC.read_text(), "Client settings"))
-    fields = [f.name for f in dataclasses.fields(ClientSettings)]
-    assert sorted(rows) == sorted(fields), "one row per ClientSettings field, and no other"
-    own_setting = {field: setting for setting, field in _celery_client_fields().items()}
-    for field in fields:
-        celery = rows[field][-1].strip()
-        expected = own_setting.get(field, f'zk_recipes_client_options["{field}"]')
-        assert celery == f"`{expected}`", f"{field}: Celery spelling"
-
-
-def test_every_celery_setting_is_documented() -> None:
-    text = SETTINGS_DOC.read_text()
-    celery_rows = _rows(_section(text, "Celery settings"))
-    own = set(_celery_client_fields())
-    names = _celery_setting_names()
-    assert names >= own | {"zk_recipes_client_options", "zk_recipes_prefix"}
-    assert sorted(names - own) == sorted(celery_rows), "one row per integration setting"
-    for name in own:
-        assert f"`{name}`" in _section(text, "Client settings"), name
 
 
 def _without_code(text: str) -> str:
@@ -139,3 +168,9 @@ def test_docs_pages_named_in_the_source_exist() -> None:
                 if not (ROOT / name).exists():
                     missing.add(f"{path.relative_to(ROOT)}: {name}")
     assert sorted(missing) == []
+
+
+if __name__ == "__main__":  # python tests/test_docs.py: regenerate the core's settings table
+    page = SETTINGS_DOC.read_text()
+    SETTINGS_DOC.write_text(rewrite_tables(page, {"settings": settings_table(SETTINGS)}))
+    sys.exit(0)

@@ -8,7 +8,8 @@ Layering (each layer imports only those below it; tests/test_boundaries.py
 keeps it so):
 
 - leaves: ``_errors`` (the error tree), ``_types`` (value types, no kazoo),
-  ``_paths``, ``_deadline``, ``_retry``, ``_settings``;
+  ``_paths``, ``_deadline``, ``_retry``, ``_settings``, and on them
+  ``_setting_values`` and ``_config`` (the settings table and its reader);
 - ``_client/``: the session layer (Curator's curator-framework): the kazoo
   adapter (the only module that imports kazoo), the session tracker and its
   loss epoch, states and listeners, ``ZkClient`` and its create/delete
@@ -50,6 +51,14 @@ from zk_recipes._client.process import (
 from zk_recipes._client.states import (
     ConnectionState as ConnectionState,
     StateChange as StateChange,
+)
+from zk_recipes._config import (
+    SETTINGS as SETTINGS,
+    RecipesConfig as RecipesConfig,
+    Setting as Setting,
+    Spelling as Spelling,
+    read_settings as read_settings,
+    settings_from_env as settings_from_env,
 )
 from zk_recipes._counters.atomic import (
     AtomicInt as AtomicInt,
@@ -180,6 +189,7 @@ __all__ = [
     "CREATOR_ALL_ACL",
     "OPEN_ACL_UNSAFE",
     "READ_ACL_UNSAFE",
+    "SETTINGS",
     "Acl",
     "AtomicInt",
     "AtomicLong",
@@ -243,6 +253,7 @@ __all__ = [
     "ReadWriteLock",
     "RecipeHolders",
     "RecipeUsageError",
+    "RecipesConfig",
     "RetriesExhaustedError",
     "RetryForever",
     "RetryNTimes",
@@ -255,7 +266,9 @@ __all__ = [
     "SequenceOverflowError",
     "SessionLost",
     "SessionMovedError",
+    "Setting",
     "SharedCount",
+    "Spelling",
     "StateChange",
     "TlsOptions",
     "UnsupportedFeatureError",
@@ -273,7 +286,9 @@ __all__ = [
     "holders",
     "holders_table",
     "is_retryable",
+    "read_settings",
     "retry",
+    "settings_from_env",
 ]
 
 
