@@ -16,3 +16,6 @@ echo "== 3. Leader election: three schedulers, one leader, failover; a selector'
 echo
 echo "== 4. Celery: a singleton task on two workers, leader-only beat entries on two beats, kill -9 of the leader beat"
 .venv/bin/python example_projects/celery_site/celery_demo.py
+echo
+echo "== 5. The zk-recipes command: a cron job guarded on three hosts, a deploy's migration, a standby taking over"
+.venv/bin/python example_projects/cli/cli_demo.py

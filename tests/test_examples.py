@@ -43,3 +43,15 @@ def test_leader_example() -> None:
     assert "failover: scheduler-" in out
     assert "store accepted 4 writes, none stale" in out
     assert "6 terms taken in turn, tokens increasing: True" in out
+
+
+@pytest.mark.slow
+def test_cli_demo() -> None:
+    out = _run("example_projects/cli/cli_demo.py")
+    assert "exit codes [0, 75, 75]; the report ran on ['host-" in out
+    assert out.count(": migrated") == 1
+    assert out.count(": nothing to migrate") == 2
+    assert "leader pid" in out
+    assert "1 standby" in out
+    assert "beat-b took over" in out
+    assert "demo finished" in out
