@@ -2,8 +2,9 @@
 
 Three rules, each a sentence of STYLE.md or of the design's layering:
 
-1. **Public names only outside the core.** ``integrations/``, ``zk_recipes/testing/``,
-   ``example_projects/`` and ``benchmarks/`` import ``zk_recipes`` through its facade
+1. **Public names only outside the core.** ``integrations/``, the public faces
+   ``zk_recipes/testing/`` and ``zk_recipes/cli/``, ``example_projects/`` and
+   ``benchmarks/`` import ``zk_recipes`` through its facade
    (and public subpackages such as ``zk_recipes.testing``), never a private module
    ``zk_recipes._x`` (``from zk_recipes import _x`` included). What they need and
    cannot get from the facade is a missing public name, not a reason to reach in.
@@ -28,8 +29,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+#: Public subpackages that are faces over the core, as a user's code is: they import
+#: the facade and their own private modules, nothing else private.
+FACES = ("zk_recipes/testing", "zk_recipes/cli")
 #: Trees outside the core: public names of ``zk_recipes`` only.
-OUTSIDE = ("integrations", "zk_recipes/testing", "example_projects", "benchmarks")
+OUTSIDE = ("integrations", *FACES, "example_projects", "benchmarks")
 #: Curator's recipe families (``recipes.locks``, ``recipes.leader``, ...), as private
 #: packages of the core; ``discovery`` is public, as curator-x-discovery is separate.
 #: ``_inspect`` reads what the others write (holders): a family that creates nothing.
@@ -141,8 +145,8 @@ def find_violations(root: Path) -> list[str]:
             rel = path.relative_to(root).as_posix()
             for _, name in scan(path):
                 if name.split(".")[0] == "zk_recipes" and _is_private(name):
-                    if name.startswith("zk_recipes.testing.") and where == "zk_recipes/testing":
-                        continue  # the harness's own private modules
+                    if where in FACES and name.startswith(where.replace("/", ".") + "."):
+                        continue  # the face's own private modules
                     private = name.split(".")
                     shown = ".".join(
                         private[: next(i for i, p in enumerate(private) if p.startswith("_")) + 1]
@@ -153,7 +157,7 @@ def find_violations(root: Path) -> list[str]:
     for path in _python_files(root, "zk_recipes"):
         rel = path.relative_to(root).as_posix()
         parts = path.relative_to(root / "zk_recipes").parts
-        if parts[0] == "testing" or parts == ("__init__.py",):
+        if f"zk_recipes/{parts[0]}" in FACES or parts in (("__init__.py",), ("__main__.py",)):
             continue
         package = parts[0] if len(parts) > 1 else None
         own = package if package in FAMILIES else None
