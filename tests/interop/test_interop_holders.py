@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -61,6 +64,21 @@ def test_a_java_mutex_holder_and_our_waiter(
         assert python.session_id == waiter_client.session_id
         assert python.owner.pid == os.getpid()
         assert (python.identifier, python.data) == ("py-waiter", None)
+
+        # The same through the command line, for programs: `zk-recipes holders --json`.
+        env = dict(os.environ, ZK_RECIPES_HOSTS=zk_hosts, ZK_RECIPES_NAMESPACE=zk_namespace)
+        listed = subprocess.run(
+            [sys.executable, "-m", "zk_recipes", "holders", "/shared", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        [shown] = json.loads(listed.stdout)
+        assert [n["session_id_hex"] for n in shown["holders"]] == [f"0x{peer.session_id():x}"]
+        assert [n["data"] for n in shown["holders"]] == [raw.decode()]
+        assert [(n["pid"], n["id"]) for n in shown["waiting"]] == [(os.getpid(), "py-waiter")]
     finally:
         peer.call("release m")
         thread.join(15)
