@@ -129,7 +129,7 @@ def test_two_no_wait_runs_one_runs_the_other_is_busy(
     assert code == ExitCode.BUSY
     assert first.running()  # refused while the first still held it: no waiting
     assert not (tmp_path / "running-B").exists()
-    assert re.search(r"lock demo is held by \S+ pid \d+ \(sh -c", err), err
+    assert re.search(r"lock demo is held by \S+:\d+ \(sh -c", err), err
 
     (tmp_path / "go").touch()
     assert first.wait()[0] == 0

@@ -121,7 +121,7 @@ def test_no_wait_gives_busy_and_never_runs_the_command(
     code = run_locked(zk_client_factory(), "job", _child(tmp_path / "b"), wait=False, out=out)
     assert code == ExitCode.BUSY
     assert not (tmp_path / "b" / "pid").exists()
-    assert f"pid {os.getpid()} (nightly backup)" in out.getvalue()
+    assert f"{socket.gethostname()}:{os.getpid()} (nightly backup)" in out.getvalue()
     holder.release()
 
 
@@ -160,7 +160,7 @@ def test_waiting_feedback_without_a_terminal_is_one_line_per_holder(
     threading.Event().wait(2.5)
     lines = [line for line in run.out.getvalue().splitlines() if "waiting" in line]
     assert len(lines) == 1, lines
-    assert f"held by {socket.gethostname()} pid {os.getpid()} (deploy)" in lines[0]
+    assert f"held by {socket.gethostname()}:{os.getpid()} (deploy)" in lines[0]
     assert "we are 2nd of 2 in line" in lines[0]
     holder.release()
     wait_until(lambda: (tmp_path / "e" / "pid").exists(), "the command ran")

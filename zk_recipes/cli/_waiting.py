@@ -33,17 +33,12 @@ class QueueView:
 
 
 def describe_owner(owner: Owner | None, now: float | None = None) -> str:
-    """``host pid N (id), for 12s``, or what is known of a client that writes no owner data."""
+    """``host:pid (id), for 12s``: the holder as ``Owner`` prints it, and for how long."""
     if owner is None:
         return "nobody"
-    if owner.host is None and owner.pid is None:
-        return "a client without owner data (e.g. Curator)"
-    text = f"{owner.host or '?'} pid {owner.pid if owner.pid is not None else '?'}"
-    if owner.id:
-        text += f" ({owner.id})"
-    if owner.since is not None:
-        text += f", for {format_age((now or time.time()) - owner.since)}"
-    return text
+    if owner.since is None:
+        return str(owner)
+    return f"{owner}, for {format_age((now or time.time()) - owner.since)}"
 
 
 def format_age(seconds: float) -> str:
