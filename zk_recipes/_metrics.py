@@ -27,6 +27,7 @@ pending) are read when the registry is scraped, from the clients in
 from __future__ import annotations
 
 import importlib.util
+import logging
 import re
 import threading
 import weakref
@@ -247,7 +248,15 @@ def _install_default() -> None:
         return
     from zk_recipes import _prometheus
 
-    install(_prometheus.sink_for(None))
+    try:
+        install(_prometheus.sink_for(None))
+    except ValueError:  # our names are taken in the default registry: never fail an import
+        logging.getLogger("zk_recipes.metrics").warning(
+            "zk-recipes metrics are off: their names are already registered in "
+            "prometheus_client.REGISTRY; call zk_recipes.metrics.enable(registry) with a "
+            "registry of your own",
+            exc_info=True,
+        )
 
 
 _install_default()

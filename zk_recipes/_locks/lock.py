@@ -30,6 +30,13 @@ Holding (the rules of _internals/holding.py, shared by every hold):
   ``release()`` then only forgets it locally and never deletes a node that
   is not ours.
 
+Metrics and logs: ``MutexKind.metric`` is the ``recipe`` a variant records
+under (zk_recipes/_metrics.py): wait time at the acquire that gets it, hold
+time at the release that frees it (not at an RLock's re-entry), a refusal
+as busy (non-blocking) or timed out (a cancelled acquire is neither), a
+loss with its session (closing the client is not counted). A mutex inside
+another recipe records nothing. The success path logs nothing.
+
 Threads: one Lock object is one contender per process. Other threads that
 call ``acquire()`` on the same object wait locally (no extra nodes, no herd).
 ``cancel()`` ends every acquire waiting on the object, from any thread.
