@@ -1,7 +1,7 @@
 """Lock benchmark: the raw ZooKeeper floor, kazoo's Lock and ours, side by side in one run.
 
     python benchmarks/locks.py [--quick] [--out FILE] [--hosts HOST:PORT]
-                               [--sections uncontended,handoff,contended,watch]
+                               [--sections uncontended,handoff,contended,watch,metrics]
 
 Prints one JSON document on stdout (progress on stderr). See benchmarks/README.md
 for what each figure means. Sections:
@@ -17,6 +17,9 @@ for what each figure means. Sections:
 - **watch**: L waiters queued behind one holder; the holder releases once and
   we count, client-side, the watch notifications the server delivers to all
   clients for that one release.
+- **metrics**: our uncontended lock cycle with metrics off (``metrics.disable()``:
+  the path a process without prometheus-client takes) and on (recording into a
+  registry of its own), interleaved in rotating rounds on one client and lock.
 
 Never asserts timings: benchmarks measure, tests check counts.
 """
@@ -64,9 +67,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import LockTimeout as KazooLockTimeout
 
 import zk_recipes
-from zk_recipes import Lock, LockLike, ZkClient
+from zk_recipes import Lock, LockLike, ZkClient, metrics
 
-SECTIONS = ("uncontended", "handoff", "contended", "watch")
+SECTIONS = ("uncontended", "handoff", "contended", "watch", "metrics")
 IMPLS = ("kazoo_lock", "ours")
 #: ZooKeeper's real standalone mode: the harness's default quorum of one (ZooKeeper 3.8.0)
 #: now and then holds a write until the client's next packet, i.e. for a whole ping
@@ -337,6 +340,96 @@ def run_uncontended(target: Target, s: Settings, pings: Callable[[], int]) -> di
             "ours", "kazoo_lock", "round_cycles_per_s"
         ),
     }
+    return results
+
+
+# -- metrics on and off ---------------------------------------------------------------------
+
+
+def run_metrics(target: Target, s: Settings) -> dict[str, Any]:
+    """The uncontended cycle of our Lock with metrics off and on, in one run."""
+    previous = metrics.registry()
+    registry: Any = None
+    modes = ["off"]
+    try:
+        import prometheus_client
+    except ImportError:
+        pass  # the core alone: metrics off is all there is
+    else:
+        registry = prometheus_client.CollectorRegistry()
+        modes.append("on")
+
+    def switch(mode: str) -> None:
+        if mode == "on":
+            metrics.enable(registry)
+        else:
+            metrics.disable()
+
+    namespace, path = lock_location(target.root, "ours", "/metrics")
+    tallies = {mode: _Tally() for mode in modes}
+    per_round = s.cycles // s.rounds
+    try:
+        with ZkClient(target.hosts, namespace=namespace, session_timeout=s.session_timeout_s) as c:
+            lock = Lock(c, path)
+
+            def cycle() -> None:
+                lock.acquire()
+                lock.release()
+
+            for mode in modes:
+                progress(f"metrics: warm-up, metrics {mode} ({s.warmup} cycles)")
+                switch(mode)
+                timed_cycles(cycle, s.warmup)
+            for index, order in rotating_rounds(modes, s.rounds):
+                progress(f"metrics: round {index + 1}/{s.rounds} ({', '.join(order)})")
+                for mode in order:
+                    switch(mode)
+                    gc.collect()
+                    cpu = time.process_time()
+                    samples, elapsed = timed_cycles(cycle, per_round)
+                    tally = tallies[mode]
+                    tally.cpu_s += time.process_time() - cpu
+                    tally.samples += samples
+                    tally.elapsed_ns += elapsed
+                    tally.round_p50_ms.append(median(samples) / 1e6)
+                    tally.round_cycles_per_s.append(per_round / (elapsed / 1e9))
+    finally:
+        if previous is not None:
+            metrics.enable(previous)
+        else:
+            metrics.disable()
+    keep = ("cycles", "n", "p50_ms", "p90_ms", "p99_ms", "mean_ms", "cycles_per_s")
+    results: dict[str, Any] = {}
+    for mode, tally in tallies.items():
+        full = tally.result()
+        results[mode] = {
+            **{k: full[k] for k in keep if k in full},
+            "client_cpu_ms_per_cycle": full["client_cpu_ms_per_cycle"],
+            "round_p50_ms": full["round_p50_ms"],
+        }
+    if "on" in results:
+        on, off = results["on"], results["off"]
+
+        def paired(key: str) -> float | None:
+            pairs = zip(getattr(tallies["on"], key), getattr(tallies["off"], key), strict=True)
+            values = [x / y for x, y in pairs if y]
+            return round(median(values), 3) if values else None
+
+        results["ratios"] = {
+            "on_p50_over_off_p50": ratio(on["p50_ms"], off["p50_ms"]),
+            "on_over_off_cycles_per_s": ratio(on["cycles_per_s"], off["cycles_per_s"]),
+            "on_over_off_client_cpu_per_cycle": ratio(
+                on["client_cpu_ms_per_cycle"], off["client_cpu_ms_per_cycle"]
+            ),
+            "paired_median_on_over_off_p50": paired("round_p50_ms"),
+            "paired_median_on_over_off_cycles_per_s": paired("round_cycles_per_s"),
+        }
+        acquisitions = registry.get_sample_value(
+            "zk_recipes_lock_acquisitions_total", {"recipe": "Lock", "template": "other"}
+        )
+        results["recorded_acquisitions"] = int(acquisitions or 0)
+    else:
+        results["note"] = "prometheus-client is not installed: metrics off only"
     return results
 
 
@@ -647,6 +740,11 @@ def notes(s: Settings, target: Target, sections: Sequence[str]) -> list[str]:
         if target.owned
         else f"External server {target.hosts}: other clients' traffic is subtracted as "
         "a rate measured once, so request counts are less exact.",
+        "metrics_overhead: our uncontended cycle with metrics off (metrics.disable(), the "
+        "path taken without prometheus-client: one None test per acquire and release) and "
+        "on (recording into a registry of its own), on one client and lock, in rotating "
+        f"rounds of {s.cycles // s.rounds} cycles; client CPU is process time (all threads) "
+        "per cycle; paired_median_* are medians of per-round ratios.",
         f"sections run: {', '.join(sections)}",
     ]
 
@@ -676,6 +774,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "contended": None,
         "watch_notifications": None,
         "watch_details": None,
+        "metrics_overhead": None,
         "notes": [],
     }
     failed: list[str] = []
@@ -695,6 +794,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         doc["handoff"] = run_handoff(target, s)
                     elif section == "contended":
                         doc["contended"] = run_contended(target, s, lambda: admin_pings.value)
+                    elif section == "metrics":
+                        doc["metrics_overhead"] = run_metrics(target, s)
                     else:
                         doc["watch_notifications"], doc["watch_details"] = run_watch(
                             target, s, admin

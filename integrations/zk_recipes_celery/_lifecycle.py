@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from billiard import current_process
 from celery import bootsteps, current_app as _current_app
 
-from zk_recipes import ClientSettings, ProcessClient
+from zk_recipes import ClientSettings, ProcessClient, metrics
 from zk_recipes_celery._config import CeleryZkConfig, read_config
 
 if TYPE_CHECKING:
@@ -62,6 +62,9 @@ class AppState:
                 if app is None:  # pragma: no cover - the app owns us
                     raise RuntimeError("the Celery app is gone")
                 self._config = read_config(app.conf, app_name=app.main)
+                # Bounded metric labels for our own nodes (one lock per task key).
+                metrics.path_template(self._config.singleton_root + "/**", "celery_singleton")
+                metrics.path_template(self._config.prefix + "/beat/*", "celery_beat")
             return self._config
 
     def _client_settings(self) -> ClientSettings:

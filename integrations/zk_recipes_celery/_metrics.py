@@ -1,17 +1,18 @@
 """Counters for work the integration declined to do, and Celery signals for our events.
 
 Prometheus counters when ``prometheus-client`` is installed (``pip install
-'zk-recipes[metrics]'``), always a Celery signal and a log line. Counting
-never fails the caller.
+'zk-recipes[metrics]'``), in the registry of ``zk_recipes.metrics``; always a
+Celery signal and a log line. Counting never fails the caller.
 """
 
 from __future__ import annotations
 
 import collections
 import threading
-from typing import Any
 
 from celery.utils.dispatch import Signal
+
+from zk_recipes import metrics
 
 #: Sent (sender=the task) when a singleton run is skipped because another run holds the key.
 #: Arguments: ``task_id``, ``key_path``, ``holder`` (the holder's ``zk_recipes.Owner``).
@@ -27,37 +28,34 @@ beat_publish_dropped = Signal(name="zk_recipes_beat_publish_dropped")
 _counts: collections.Counter[tuple[str, str]] = collections.Counter()
 _counts_lock = threading.Lock()
 
-try:
-    import prometheus_client
-except ImportError:  # pragma: no cover - the metrics extra is optional
-    _prometheus: dict[str, Any] = {}
-else:
-    _prometheus = {
-        "singleton_skipped": prometheus_client.Counter(
-            "zk_recipes_celery_singleton_skipped",
-            "Singleton task runs skipped because another run held the key",
-            ["task"],
-        ),
-        "singleton_conflicts": prometheus_client.Counter(
-            "zk_recipes_celery_singleton_conflicts",
-            "Singleton task runs that found the key held, by conflict policy",
-            ["task", "policy"],
-        ),
-        "beat_dropped": prometheus_client.Counter(
-            "zk_recipes_celery_beat_publish_dropped",
-            "Due beat entries not sent because this beat was not the leader",
-            ["task"],
-        ),
-    }
+# In whichever registry the core records into (zk_recipes.metrics): the same
+# names as before, and off with the core's metrics.
+_counters = {
+    "singleton_skipped": metrics.define_counter(
+        "zk_recipes_celery_singleton_skipped",
+        "Singleton task runs skipped because another run held the key",
+        ["task"],
+    ),
+    "singleton_conflicts": metrics.define_counter(
+        "zk_recipes_celery_singleton_conflicts",
+        "Singleton task runs that found the key held, by conflict policy",
+        ["task", "policy"],
+    ),
+    "beat_dropped": metrics.define_counter(
+        "zk_recipes_celery_beat_publish_dropped",
+        "Due beat entries not sent because this beat was not the leader",
+        ["task"],
+    ),
+}
 
 
 def count(metric: str, **labels: str) -> None:
     """Add one to ``metric``; ``counts()`` reads the in-process totals."""
     with _counts_lock:
         _counts[(metric, labels.get("task", ""))] += 1
-    counter = _prometheus.get(metric)
+    counter = _counters.get(metric)
     if counter is not None:
-        counter.labels(**labels).inc()
+        counter.inc(**labels)
 
 
 def counts() -> dict[tuple[str, str], int]:

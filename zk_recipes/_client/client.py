@@ -46,7 +46,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, final
 
-from zk_recipes import _paths
+from zk_recipes import _metrics, _paths
 from zk_recipes._client.creates import CreateResult, Creator
 from zk_recipes._client.deletes import GuaranteedDeleter
 from zk_recipes._client.kazoo import KazooConnection, Pending
@@ -63,6 +63,7 @@ from zk_recipes._errors import (
     ZkTimeoutError,
 )
 from zk_recipes._internals.threads import run_in_thread
+from zk_recipes._logfields import fields
 from zk_recipes._retry import retry
 from zk_recipes._settings import ClientSettings
 from zk_recipes._types import Acl, CreateMode, WatchCallback, WatchEvent, ZnodeStat
@@ -135,6 +136,7 @@ class ZkClient:
         self._creator = Creator(self, self._deleter, settings.session_timeout)
         self._wakeups: set[threading.Event] = set()
         self._starting: threading.Event | None = None
+        _metrics.observe_client(self)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, timeout: float | None = None) -> ZkClient:
@@ -241,6 +243,13 @@ class ZkClient:
         if conn is not None:
             conn.stop()
         self._listeners.wait_idle(1.0)
+
+    def _metric_snapshot(self) -> tuple[str | None, int]:
+        """For the scrape-time gauges: (state name, None once closed; deletes pending)."""
+        state = self._tracker.state
+        if self._closed or state is None or state is ConnectionState.CLOSED:
+            return None, 0
+        return state.name, self._deleter.pending_count()
 
     def __enter__(self) -> ZkClient:
         return self.start()
@@ -643,7 +652,11 @@ class ZkClient:
         state = self.state
         if guaranteed and (state is None or not state.is_connected):
             # No point waiting for a request that cannot be sent now.
-            log.info("delete of %s queued until the connection is back", path)
+            log.info(
+                "delete of %s queued until the connection is back",
+                path,
+                extra=fields("delete.queued", path=path, session_id=session),
+            )
             self._deleter.add(full, version, session)
             return
         try:
@@ -653,7 +666,11 @@ class ZkClient:
         except (ConnectionLostError, ZkTimeoutError, SessionLost):
             if not guaranteed:
                 raise
-            log.info("delete of %s failed; retrying in the background", path)
+            log.info(
+                "delete of %s failed; retrying in the background",
+                path,
+                extra=fields("delete.queued", path=path, session_id=session),
+            )
             self._deleter.add(full, version, session)
 
     def _delete_abs(self, path: str, version: int) -> None:

@@ -6,6 +6,12 @@ Curator's FailedDeleteManager). A failed delete is queued here and retried
 whenever the client is connected, until the node is gone. A node that now
 belongs to another session is never deleted: after our session was lost,
 a node at the same path may be someone else's.
+
+Logs (logger ``zk_recipes.client``, fields ``zk_event``/``zk_path``/``zk_session_id``):
+``delete.queued`` when a delete goes to the background (the client logs
+it), ``delete.done`` when a background delete finished, ``delete.skipped``
+when the node turned out to be another session's, ``delete.failed`` when
+it failed for good. ``pending_count()`` feeds the pending-deletes gauge.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from zk_recipes._errors import ConnectionLostError, NoNodeError, SessionLost, ZkRecipesError
+from zk_recipes._logfields import fields
 from zk_recipes._types import ZnodeStat
 
 log = logging.getLogger("zk_recipes.client")
@@ -28,6 +35,7 @@ class _Deleting(Protocol):
     def _exists_abs(self, path: str) -> ZnodeStat | None: ...
     def _delete_abs(self, path: str, version: int) -> None: ...
     def _wait_usable(self, timeout: float) -> bool: ...
+    def _rel(self, path: str) -> str: ...
     @property
     def session_id(self) -> int: ...
 
@@ -75,6 +83,10 @@ class GuaranteedDeleter:
         with self._lock:
             return sorted(self._pending)
 
+    def pending_count(self) -> int:
+        """Deletes still to finish (0 once stopped: the session took its nodes along)."""
+        return 0 if self._stopped else len(self._pending)
+
     def wait_empty(self, timeout: float) -> bool:
         with self._changed:
             return self._changed.wait_for(lambda: not self._pending, timeout)
@@ -87,25 +99,38 @@ class GuaranteedDeleter:
     def try_once(self, item: _PendingDelete) -> bool:
         """One attempt; True when the node is gone (or not ours), False to retry later."""
         client = self._client
+        path = client._rel(item.path)
         try:
             stat = client._exists_abs(item.path)
-            if stat is None:
-                return True
-            owner = stat.ephemeral_owner
-            if owner and owner != (item.session_id or client.session_id):
-                log.info("not deleting %s: it now belongs to session %#x", item.path, owner)
-                return True
-            client._delete_abs(item.path, item.version)
-            return True
+            if stat is not None:
+                owner = stat.ephemeral_owner
+                if owner and owner != (item.session_id or client.session_id):
+                    log.info(
+                        "not deleting %s: it now belongs to session %#x",
+                        path,
+                        owner,
+                        extra=fields("delete.skipped", path=path, session_id=owner),
+                    )
+                    return True
+                client._delete_abs(item.path, item.version)
         except NoNodeError:
-            return True
-        except SessionLost:
-            return False
-        except ConnectionLostError:
+            pass
+        except (SessionLost, ConnectionLostError):
             return False
         except ZkRecipesError:
-            log.warning("guaranteed delete of %s failed for good", item.path, exc_info=True)
+            log.warning(
+                "guaranteed delete of %s failed for good",
+                path,
+                exc_info=True,
+                extra=fields("delete.failed", path=path, session_id=item.session_id),
+            )
             return True
+        log.info(
+            "guaranteed delete of %s done",
+            path,
+            extra=fields("delete.done", path=path, session_id=item.session_id),
+        )
+        return True
 
     def _run(self) -> None:
         attempt = 0

@@ -46,9 +46,11 @@ import threading
 import time
 from collections.abc import Callable
 
+from zk_recipes import _metrics
 from zk_recipes._client.kazoo import KazooConnection
 from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateChange
 from zk_recipes._internals.threads import run_in_thread
+from zk_recipes._logfields import fields
 from zk_recipes._settings import ClientSettings
 
 log = logging.getLogger("zk_recipes.client")
@@ -154,7 +156,25 @@ class SessionTracker:
         self.seq += 1
         self.state = state
         self._changed.notify_all()
-        log.info("ZooKeeper state %s (session %#x)", state.name, session_id)
+        # SUSPENDED and LOST are what an operator looks for; the rest is routine.
+        bad = state in (ConnectionState.SUSPENDED, ConnectionState.LOST)
+        log.log(
+            logging.WARNING if bad else logging.INFO,
+            "ZooKeeper state %s (session %#x%s)",
+            state.name,
+            session_id,
+            ", declared by the client" if simulated else "",
+            extra=fields(
+                "client.state",
+                state=state.name,
+                session_id=session_id,
+                namespace=self._settings.namespace or "/",
+                simulated=simulated if state is ConnectionState.LOST else None,
+            ),
+        )
+        sink = _metrics.sink
+        if sink is not None:
+            sink.state_changed(state.name)
         self._listeners.publish(
             StateChange(state, session_id, time.monotonic(), simulated, self.seq)
         )
@@ -225,10 +245,21 @@ class SessionTracker:
                     f"({fraction:.0%} of the {limit / fraction:.2f} s session timeout)"
                 )
                 log.warning(
-                    "no reply from ZooKeeper to anything sent in the last %.2f s: %s",
+                    "no reply from ZooKeeper to anything sent in the last %.2f s: %s; "
+                    "declaring session %#x LOST",
                     silent,
                     why,
+                    self.session_id,
+                    extra=fields(
+                        "client.simulated_expiry",
+                        session_id=self.session_id,
+                        namespace=self._settings.namespace or "/",
+                        silent_s=round(silent, 3),
+                    ),
                 )
+                sink = _metrics.sink
+                if sink is not None:
+                    sink.simulated_expiry()
                 client_id = conn.client_id
                 if client_id is not None:
                     self._abandoned.append(client_id)

@@ -55,6 +55,7 @@ from zk_recipes._errors import (
 )
 from zk_recipes._internals.contenders import Entry
 from zk_recipes._internals.threads import SerialExecutor
+from zk_recipes._logfields import fields
 from zk_recipes._types import ZnodeStat
 
 log = logging.getLogger("zk_recipes.holding")
@@ -71,6 +72,24 @@ class Hold:
     seq: int
     in_doubt: bool = False
     lost: bool = False
+    #: ``time.monotonic()`` when taken, while metrics are on (0.0: not timed).
+    since: float = 0.0
+
+
+def hold_fields(
+    event: str, recipe: str, path: str, entry: Entry | None = None
+) -> dict[str, object]:
+    """Log fields of an event about a hold on ``path`` (its node, session and token if known)."""
+    if entry is None:
+        return fields(event, recipe=recipe, path=path)
+    return fields(
+        event,
+        recipe=recipe,
+        path=path,
+        node=entry.path,
+        session_id=entry.session_id,
+        token=entry.czxid,
+    )
 
 
 def taken_now(client: ZkClient) -> tuple[int, bool]:

@@ -53,7 +53,7 @@ import threading
 import time
 from typing import Protocol, final
 
-from zk_recipes import _paths
+from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
 from zk_recipes._client.states import StateChange
 from zk_recipes._deadline import wait_deadline
@@ -69,7 +69,14 @@ from zk_recipes._errors import (
 )
 from zk_recipes._internals.args import require_client, require_str
 from zk_recipes._internals.contenders import ContenderQueue, Entry, is_live
-from zk_recipes._internals.holding import Hold, apply_change, is_sure, is_valid, taken_now
+from zk_recipes._internals.holding import (
+    Hold,
+    apply_change,
+    hold_fields,
+    is_sure,
+    is_valid,
+    taken_now,
+)
 from zk_recipes._internals.lifecycle import Lifecycle, Phase
 from zk_recipes._internals.threads import SerialExecutor, join_unless_current
 from zk_recipes._leader.participants import ErrorPolicy, Participant, read_participants
@@ -356,7 +363,20 @@ class LeaderLatch:
             if listeners:
                 # Submitted under the lock, so the callbacks run in the order decided.
                 self._executor.submit(lambda: self._call_listeners(listeners, leading))
-        log.info("latch %s: %s", self.path, "leader" if leading else "not leader")
+            # Leaving (close(), or closing the client) ends a term; anything else loses it.
+            chosen = self._life.started and not self.client.is_closed
+            term = self._term
+            entry = term.entry if term is not None else self._entry
+        event = "leader.gained" if leading else "leader.lost" if chosen else "leader.ended"
+        log.info(
+            "latch %s: %s",
+            self.path,
+            "leader" if leading else "not leader",
+            extra=hold_fields(event, "LeaderLatch", self.path, entry),
+        )
+        sink = _metrics.sink
+        if sink is not None and (leading or chosen):
+            sink.leadership("LeaderLatch", self.path, leading)
         self._wake_waiters()
 
     def _call_listeners(self, listeners: list[LeaderLatchListener], leading: bool) -> None:

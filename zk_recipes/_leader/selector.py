@@ -46,7 +46,7 @@ import threading
 from collections.abc import Callable
 from typing import final
 
-from zk_recipes import _paths
+from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
 from zk_recipes._client.states import ConnectionState, StateChange
 from zk_recipes._errors import (
@@ -62,7 +62,7 @@ from zk_recipes._errors import (
 from zk_recipes._internals.args import require_callable, require_client, require_str
 from zk_recipes._internals.cancellation import Cancellation
 from zk_recipes._internals.contenders import ContenderQueue
-from zk_recipes._internals.holding import is_valid
+from zk_recipes._internals.holding import hold_fields, is_valid
 from zk_recipes._internals.lifecycle import Lifecycle, Phase
 from zk_recipes._internals.threads import SerialExecutor, join_unless_current
 from zk_recipes._leader.participants import ErrorPolicy, Participant, read_participants
@@ -74,7 +74,8 @@ log = logging.getLogger("zk_recipes.leader")
 TakeLeadership = Callable[["LeadershipContext"], object]
 CancelCallback = Callable[["LeadershipContext"], object]
 
-_SELECTOR_KIND = dataclasses.replace(LOCK_KIND, name="LeaderSelector lock")
+# Its metrics are leadership's (the selector records them), not a lock's.
+_SELECTOR_KIND = dataclasses.replace(LOCK_KIND, name="LeaderSelector lock", metric=None)
 
 
 @final
@@ -85,7 +86,7 @@ class LeadershipContext:
     ``ctx.reason`` says why ("SUSPENDED", "LOST", "node deleted", "closed").
     """
 
-    __slots__ = ("_reason", "cancelled", "fencing_token", "node", "selector", "term")
+    __slots__ = ("_began", "_reason", "cancelled", "fencing_token", "node", "selector", "term")
 
     def __init__(self, selector: LeaderSelector, fencing_token: int, node: str, term: int) -> None:
         self.selector = selector
@@ -98,6 +99,8 @@ class LeadershipContext:
         #: Set when leadership is in question: stop and return.
         self.cancelled = threading.Event()
         self._reason: str | None = None
+        #: take_leadership was called (set under the selector's guard).
+        self._began = False
 
     @property
     def reason(self) -> str | None:
@@ -380,8 +383,20 @@ class LeaderSelector:
             self._cancel(ctx, "SUSPENDED")
         else:
             self._watch_node(ctx)
+        with self._guard:
+            ctx._began = not ctx.cancelled.is_set()
+        if ctx._began:
+            log.info(
+                "selector %s: leading, term %d",
+                self.path,
+                ctx.term,
+                extra=self._fields("leader.gained", ctx),
+            )
+            sink = _metrics.sink
+            if sink is not None:
+                sink.leadership("LeaderSelector", self.path, True)
         try:
-            if not ctx.cancelled.is_set():
+            if ctx._began:
                 self._take_leadership(ctx)
         except Exception:
             log.exception("selector %s: take_leadership raised; leadership given up", self.path)
@@ -460,7 +475,27 @@ class LeaderSelector:
             return
         with self._guard:
             self._cancellations += 1
-        log.info("selector %s: term %d cancelled (%s)", self.path, ctx.term, reason)
+            began = ctx._began
+        chosen = reason != "closed"
+        log.info(
+            "selector %s: term %d cancelled (%s)",
+            self.path,
+            ctx.term,
+            reason,
+            extra={
+                **self._fields("leader.lost" if chosen else "leader.ended", ctx),
+                "zk_reason": reason,
+            },
+        )
+        sink = _metrics.sink
+        if sink is not None and began and chosen:
+            sink.leadership("LeaderSelector", self.path, False)
         callback = self._on_cancel
         if callback is not None:
             self._executor.submit(lambda: callback(ctx))
+
+    def _fields(self, event: str, ctx: LeadershipContext) -> dict[str, object]:
+        hold = self._mutex._hold
+        fields = hold_fields(event, "LeaderSelector", self.path, hold.entry if hold else None)
+        fields["zk_token"] = ctx.fencing_token
+        return fields

@@ -30,6 +30,13 @@ Holding (the rules of _internals/holding.py, shared by every hold):
   ``release()`` then only forgets it locally and never deletes a node that
   is not ours.
 
+Metrics and logs: ``MutexKind.metric`` is the ``recipe`` a variant records
+under (zk_recipes/_metrics.py): wait time at the acquire that gets it, hold
+time at the release that frees it (not at an RLock's re-entry), a refusal
+as busy (non-blocking) or timed out (a cancelled acquire is neither), a
+loss with its session (closing the client is not counted). A mutex inside
+another recipe records nothing. The success path logs nothing.
+
 Threads: one Lock object is one contender per process. Other threads that
 call ``acquire()`` on the same object wait locally (no extra nodes, no herd).
 ``cancel()`` ends every acquire waiting on the object, from any thread.
@@ -40,9 +47,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 from typing import Any, final
 
-from zk_recipes import _paths
+from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
 from zk_recipes._deadline import acquire_deadline, remaining
 from zk_recipes._errors import ClientStateError, LockLost, RecipeUsageError
@@ -58,6 +66,7 @@ from zk_recipes._internals.holding import (
     HeldNodes,
     Hold,
     LossSignal,
+    hold_fields,
     is_in_doubt,
     is_sure,
     is_valid,
@@ -88,10 +97,14 @@ class MutexKind:
     rule: Rule
     #: Whether the head's deletion alone makes the second in line first (plain FIFO only).
     head_shortcut: bool
+    #: The ``recipe`` of its metrics and logs; None for a mutex inside another recipe.
+    metric: str | None
 
 
-LOCK_KIND = MutexKind("Lock", LOCK_TOKEN, (LOCK_TOKEN,), False, first_in_line(1), True)
-RLOCK_KIND = dataclasses.replace(LOCK_KIND, name="RLock", reentrant=True)
+LOCK_KIND = MutexKind("Lock", LOCK_TOKEN, (LOCK_TOKEN,), False, first_in_line(1), True, "Lock")
+RLOCK_KIND = dataclasses.replace(LOCK_KIND, name="RLock", reentrant=True, metric="RLock")
+#: The mutex inside another recipe (a semaphore's): that recipe records what it holds.
+INNER_LOCK_KIND = dataclasses.replace(LOCK_KIND, metric=None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,6 +186,8 @@ class _Mutex(LockVerbs):
         ``cancel()`` from another thread makes it return False at once.
         """
         deadline = acquire_deadline(blocking, timeout)
+        sink = _metrics.sink
+        began = time.monotonic() if sink is not None else 0.0
         me = threading.get_ident()
         hold = self._hold
         if hold is not None and hold.thread == me:
@@ -192,10 +207,12 @@ class _Mutex(LockVerbs):
                     left = remaining(deadline)
                     if cancel.is_set() or (left is not None and left <= 0):
                         self._timeouts += 1
+                        self._refused(blocking, cancel, "another thread of this process has it")
                         return False
                     self._free.wait(left)
                 if cancel.is_set():
                     self._timeouts += 1
+                    self._refused(blocking, cancel, "")
                     return False
                 self._busy = True
             finally:
@@ -209,6 +226,7 @@ class _Mutex(LockVerbs):
             with self._mutex:
                 self._timeouts += 1
             self._open_gate()
+            self._refused(blocking, cancel, "")
             return False
         seq, in_doubt = taken_now(self.client)
         hold = _Hold(
@@ -223,6 +241,10 @@ class _Mutex(LockVerbs):
             self._acquisitions += 1
         self.lost.clear()
         self._holds.add(hold)  # follows the hold; a loss in the meantime is caught here
+        metric = self._spec.metric
+        if sink is not None and metric is not None:
+            hold.since = time.monotonic()
+            sink.acquired(metric, self.path, hold.since - began)
         return True
 
     def release(self) -> None:
@@ -241,6 +263,9 @@ class _Mutex(LockVerbs):
                 return
             self._hold = None
             self._holds.remove(hold)
+        sink = _metrics.sink
+        if sink is not None and hold.since and self._spec.metric is not None:
+            sink.released(self._spec.metric, self.path, time.monotonic() - hold.since)
         try:
             # Our node's name is unique (protected uuid + sequence), so deleting it
             # can never touch another holder's node, even after LOST.
@@ -357,9 +382,53 @@ class _Mutex(LockVerbs):
             self._busy = False
             self._free.notify()
 
+    def _refused(self, blocking: bool, cancel: Cancellation, why: str) -> None:
+        """Count and log an acquire that returns False (a cancelled one is neither)."""
+        metric = self._spec.metric
+        if metric is None or cancel.is_set():
+            return
+        sink = _metrics.sink
+        if sink is not None:
+            sink.refused(metric, self.path, not blocking)
+        if blocking:
+            log.info(
+                "%s %s not acquired before the timeout",
+                self._kind,
+                self.path,
+                extra=hold_fields("lock.timeout", metric, self.path),
+            )
+        elif log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "%s %s is busy%s",
+                self._kind,
+                self.path,
+                f" ({why})" if why else "",
+                extra=hold_fields("lock.busy", metric, self.path),
+            )
+
     def _holds_lost(self, holds: list[_Hold]) -> None:
-        for hold in holds:
-            log.warning("%s %s LOST with session %#x", self._kind, self.path, hold.entry.session_id)
+        metric = self._spec.metric or self._kind
+        if self.client.is_closed:
+            # Closing the client ends every hold: the user's doing, not a loss to count.
+            for hold in holds:
+                log.info(
+                    "%s %s ended by closing its client",
+                    self._kind,
+                    self.path,
+                    extra=hold_fields("lock.closed", metric, self.path, hold.entry),
+                )
+        else:
+            for hold in holds:
+                log.warning(
+                    "%s %s LOST with session %#x",
+                    self._kind,
+                    self.path,
+                    hold.entry.session_id,
+                    extra=hold_fields("lock.lost", metric, self.path, hold.entry),
+                )
+            sink = _metrics.sink
+            if sink is not None and self._spec.metric is not None:
+                sink.lost(self._spec.metric, self.path, len(holds))
         self._loss.fire(len(holds))
 
 

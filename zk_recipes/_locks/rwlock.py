@@ -83,8 +83,10 @@ def _write_rule(names: list[str], index: int) -> str | None:
 
 
 # Neither half takes the head shortcut: a downgrade's read node can appear ahead of us.
-WRITE_KIND = MutexKind("WriteLock", WRITE_TOKEN, _SORT_TOKENS, True, _write_rule, False)
-READ_KIND = MutexKind("ReadLock", READ_TOKEN, _SORT_TOKENS, True, _read_rule, False)
+WRITE_KIND = MutexKind(
+    "WriteLock", WRITE_TOKEN, _SORT_TOKENS, True, _write_rule, False, "WriteLock"
+)
+READ_KIND = MutexKind("ReadLock", READ_TOKEN, _SORT_TOKENS, True, _read_rule, False, "ReadLock")
 
 
 def _holds(names: list[str]) -> list[bool]:

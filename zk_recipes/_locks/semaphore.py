@@ -48,9 +48,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 from typing import Any, final
 
-from zk_recipes import _paths
+from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
 from zk_recipes._deadline import acquire_deadline, expired, remaining
 from zk_recipes._errors import (
@@ -70,6 +71,7 @@ from zk_recipes._internals.holding import (
     HeldNodes,
     Hold,
     LossSignal,
+    hold_fields,
     is_in_doubt,
     is_sure,
     is_valid,
@@ -78,7 +80,7 @@ from zk_recipes._internals.holding import (
 )
 from zk_recipes._internals.locklike import LockVerbs
 from zk_recipes._internals.patience import Expired, patient
-from zk_recipes._locks.lock import Lock, LockStatistics
+from zk_recipes._locks.lock import INNER_LOCK_KIND, LockStatistics, _Mutex
 from zk_recipes._types import Contender, Owner, WatchEvent
 
 log = logging.getLogger("zk_recipes.semaphore")
@@ -205,7 +207,11 @@ class Semaphore(LockVerbs):
         self.path: str = _paths.validate_writable_path(path)
         self.max_leases = require_int(max_leases, "max_leases", minimum=1)
         self.identifier = optional_str(identifier, "identifier")
-        self._mutex = Lock(client, _paths.join(self.path, LOCKS_DIR), identifier=identifier)
+        self._mutex = _Mutex(
+            client, _paths.join(self.path, LOCKS_DIR), INNER_LOCK_KIND, identifier=identifier
+        )
+        #: The ``recipe`` of its metrics and logs (SemaphoreMutex sets its own).
+        self._metric = self._kind
         self._leases = ContenderQueue(client, _paths.join(self.path, LEASES_DIR), LEASE_TOKEN)
         self._guard = threading.Lock()
         #: Our leases' holds, oldest first: the one record of what this object holds.
@@ -222,7 +228,7 @@ class Semaphore(LockVerbs):
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         """Take one lease; False only if not acquired in time (or at once, non-blocking)."""
         deadline = acquire_deadline(blocking, timeout)
-        return bool(self._acquire(1, deadline, threading.get_ident()))
+        return bool(self._acquire(1, deadline, threading.get_ident(), blocking))
 
     def acquire_leases(
         self, count: int = 1, *, blocking: bool = True, timeout: float | None = None
@@ -236,7 +242,7 @@ class Semaphore(LockVerbs):
                 f"count must be between 1 and max_leases ({self.max_leases}), got {count}: "
                 "more leases than the limit could never be granted"
             )
-        return self._acquire(count, deadline, None)
+        return self._acquire(count, deadline, None, blocking)
 
     def release(self) -> None:
         """Give back one lease this object holds (any thread may, as with threading.Semaphore)."""
@@ -345,7 +351,11 @@ class Semaphore(LockVerbs):
         return f"<{self._kind} {self.path} max={self.max_leases} {state}>"
 
     # -- acquiring -------------------------------------------------------
-    def _acquire(self, count: int, deadline: float | None, thread: int | None) -> list[Lease]:
+    def _acquire(
+        self, count: int, deadline: float | None, thread: int | None, blocking: bool
+    ) -> list[Lease]:
+        sink = _metrics.sink
+        began = time.monotonic() if sink is not None else 0.0
         self.client.check_usable()  # fail fast when the client is closed or forked
         with self._guard:
             self._waiting += 1
@@ -358,6 +368,8 @@ class Semaphore(LockVerbs):
         if not entries:
             with self._guard:
                 self._timeouts += 1
+            if not cancel.is_set():
+                self._refused(blocking)
             return []
         leases = [Lease(self, entry, thread) for entry in entries]
         with self._guard:
@@ -366,7 +378,31 @@ class Semaphore(LockVerbs):
                 self.lost.clear()
         for lease in leases:
             self._holds.add(lease._hold)  # a loss in the meantime is caught here
+        if sink is not None:
+            now = time.monotonic()
+            for lease in leases:
+                lease._hold.since = now
+            sink.acquired(self._metric, self.path, now - began, count)
         return leases
+
+    def _refused(self, blocking: bool) -> None:
+        sink = _metrics.sink
+        if sink is not None:
+            sink.refused(self._metric, self.path, not blocking)
+        if blocking:
+            log.info(
+                "%s %s: no lease before the timeout",
+                self._metric,
+                self.path,
+                extra=hold_fields("lock.timeout", self._metric, self.path),
+            )
+        elif log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "%s %s is busy (every lease is held)",
+                self._metric,
+                self.path,
+                extra=hold_fields("lock.busy", self._metric, self.path),
+            )
 
     def _acquire_entries(
         self, count: int, deadline: float | None, cancel: Cancellation
@@ -500,6 +536,10 @@ class Semaphore(LockVerbs):
         self._holds.remove(lease._hold)
 
     def _delete_lease(self, lease: Lease) -> None:
+        sink = _metrics.sink
+        since = lease._hold.since
+        if sink is not None and since:
+            sink.released(self._metric, self.path, time.monotonic() - since)
         # The name is unique (protected uuid + sequence): never another holder's node.
         try:
             self.client.delete(lease.path, guaranteed=True)
@@ -509,13 +549,27 @@ class Semaphore(LockVerbs):
             # Closed: the session is gone, and the lease node with it.
 
     def _leases_lost(self, holds: list[_LeaseHold]) -> None:
-        for hold in holds:
-            log.warning(
-                "lease %s of %s LOST with session %#x",
-                hold.entry.path,
-                self.path,
-                hold.entry.session_id,
-            )
+        if self.client.is_closed:
+            # Closing the client ends every hold: the user's doing, not a loss to count.
+            for hold in holds:
+                log.info(
+                    "lease %s of %s ended by closing its client",
+                    hold.entry.path,
+                    self.path,
+                    extra=hold_fields("lock.closed", self._metric, self.path, hold.entry),
+                )
+        else:
+            for hold in holds:
+                log.warning(
+                    "lease %s of %s LOST with session %#x",
+                    hold.entry.path,
+                    self.path,
+                    hold.entry.session_id,
+                    extra=hold_fields("lock.lost", self._metric, self.path, hold.entry),
+                )
+            sink = _metrics.sink
+            if sink is not None:
+                sink.lost(self._metric, self.path, len(holds))
         self._loss.fire(len(holds))
 
 
@@ -537,6 +591,7 @@ class SemaphoreMutex(LockVerbs):
 
     def __init__(self, client: ZkClient, path: str, *, identifier: str | None = None) -> None:
         self._semaphore = Semaphore(client, path, 1, identifier=identifier)
+        self._semaphore._metric = self._kind
         self.client: ZkClient = client
         self.path: str = self._semaphore.path
         self.lost = self._semaphore.lost

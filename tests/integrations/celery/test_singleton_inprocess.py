@@ -23,6 +23,7 @@ from zk_recipes import (
     Owner,
     RecipeUsageError,
     ZkClient,
+    metrics,
 )
 from zk_recipes.testing import expire_session, wait_until
 from zk_recipes_celery import SingletonBusy, SingletonTask, current_singleton, singleton_task
@@ -152,6 +153,37 @@ def test_prometheus_counter_counts_skips(app: Celery) -> None:
     before = sample()
     _while_first_holds(app, gate, 2, lambda i: prom.apply_async().result)
     assert sample() == before + 1
+
+
+def test_counters_and_singleton_locks_record_in_the_core_registry(app: Celery) -> None:
+    prometheus_client = pytest.importorskip("prometheus_client")
+    previous = metrics.registry()
+    registry = prometheus_client.CollectorRegistry()
+    metrics.enable(registry)
+    try:
+        gate = _Gate()
+
+        @app.task(name="t.reg")
+        @singleton_task
+        def reg() -> None:
+            gate.hold()
+
+        _while_first_holds(app, gate, 2, lambda i: reg.apply_async().result)
+        skipped = registry.get_sample_value(
+            "zk_recipes_celery_singleton_skipped_total", {"task": "t.reg"}
+        )
+        acquired = registry.get_sample_value(
+            "zk_recipes_lock_acquisitions_total",
+            {"recipe": "Lock", "template": "celery_singleton"},
+        )
+    finally:
+        if previous is None:
+            metrics.disable()
+        else:
+            metrics.enable(previous)
+    assert skipped == 1
+    assert acquired is not None
+    assert acquired >= 1
 
 
 def test_keys_bind_arguments_so_equal_calls_share_one_lock(
