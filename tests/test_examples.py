@@ -46,6 +46,7 @@ def test_leader_example() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(180)  # three phases of real processes, each starting Python and a session
 def test_cli_demo() -> None:
     out = _run("example_projects/cli/cli_demo.py")
     assert "exit codes [0, 75, 75]; the report ran on ['host-" in out

@@ -27,6 +27,7 @@ from zk_recipes import (
     ConnectTimeoutError,
     Lock,
     NoAuthError,
+    NoNodeError,
     Perms,
     TlsOptions,
     ZkClient,
@@ -39,7 +40,11 @@ APP_AUTH = [("digest", "app:secret")]
 
 def _ephemerals(client: ZkClient, path: str) -> list[str]:
     found: list[str] = []
-    for name in client.get_children(path):
+    try:
+        names = client.get_children(path)
+    except NoNodeError:  # a CONTAINER the server reaped while we walked: nothing in it
+        return found
+    for name in names:
         child = f"{path.rstrip('/')}/{name}"
         stat = client.exists(child)
         if stat is not None and stat.ephemeral_owner:

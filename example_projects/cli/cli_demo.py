@@ -78,36 +78,40 @@ def main() -> None:
 
         print("3. two standbys for the beat: the leader runs it, kill -9 hands it over")
         beat = f"echo $0 > {work}/beat-$0; while true; do sleep 0.1; done"
-        standbys = {
-            name: zk_recipes(
-                "leader", "beat", "--", "sh", "-c", beat, name, env=env, own_group=True
+        standbys: dict[str, subprocess.Popen[str]] = {}
+        try:
+            for name in ("beat-a", "beat-b"):  # beat-a first: it leads, beat-b stands by
+                standbys[name] = zk_recipes(
+                    "leader", "beat", "--", "sh", "-c", beat, name, env=env, own_group=True
+                )
+                if name == "beat-a":
+                    wait_for(work / "beat-beat-a")
+            time.sleep(1.0)
+            table = subprocess.run(
+                [sys.executable, "-m", "zk_recipes", "holders", "--json"],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
             )
-            for name in ("beat-a", "beat-b")
-        }
-        wait_for(work / "beat-beat-a")
-        time.sleep(1.0)
-        table = subprocess.run(
-            [sys.executable, "-m", "zk_recipes", "holders", "--json"],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        (election,) = [r for r in json.loads(table.stdout) if r["kind"] == "leader latch"]
-        print(
-            f"   {election['path']}: leader pid {election['holders'][0]['pid']}, "
-            f"{len(election['waiting'])} standby"
-        )
-        killed_at = time.monotonic()
-        os.killpg(standbys["beat-a"].pid, signal.SIGKILL)
-        wait_for(work / "beat-beat-b")
-        print(
-            f"   beat-b took over {time.monotonic() - killed_at:.1f}s after the kill (session 3s)"
-        )
-        standbys["beat-b"].send_signal(signal.SIGTERM)
-        print(f"   beat-b stopped with exit code {standbys['beat-b'].wait(10)}")
-        standbys["beat-a"].wait(10)
-        print("demo finished")
+            (election,) = [r for r in json.loads(table.stdout) if r["kind"] == "leader latch"]
+            print(
+                f"   {election['path']}: leader pid {election['holders'][0]['pid']}, "
+                f"{len(election['waiting'])} standby"
+            )
+            killed_at = time.monotonic()
+            os.killpg(standbys["beat-a"].pid, signal.SIGKILL)
+            wait_for(work / "beat-beat-b")
+            took = time.monotonic() - killed_at
+            print(f"   beat-b took over {took:.1f}s after the kill (session 3s)")
+            standbys["beat-b"].send_signal(signal.SIGTERM)
+            print(f"   beat-b stopped with exit code {standbys['beat-b'].wait(10)}")
+        finally:
+            for process in standbys.values():  # nothing left running if a step failed
+                if process.poll() is None:
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
+        print("demo finished", flush=True)
 
 
 if __name__ == "__main__":
