@@ -19,6 +19,7 @@ from zk_recipes import (
     WatchEvent,
     WatchEventType,
     ZkClient,
+    ZkRecipesError,
 )
 from zk_recipes.testing import (
     StateRecorder,
@@ -26,6 +27,7 @@ from zk_recipes.testing import (
     ZooKeeperCluster,
     ZooKeeperServer,
     expire_session,
+    wait_until,
 )
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
@@ -232,3 +234,25 @@ def test_killing_the_clients_server_keeps_the_session_and_its_ephemerals(
     finally:
         member.restart()
         zk_cluster.wait_for_quorum(30)
+
+
+def test_close_returns_after_a_long_outage_with_requests_made_meanwhile(
+    zk_proxy: TcpProxy, zk_client_factory: ClientFactory
+) -> None:
+    """kazoo queues one wake-up byte per request made while disconnected; close() must not
+    block on a full wake socket (found with `zk-recipes leader` polling its queue for minutes)."""
+    client = zk_client_factory(hosts=zk_proxy.connect_string, session_timeout=2.0)
+    zk_proxy.cut()
+    wait_until(lambda: client.state is not ConnectionState.CONNECTED, "the cut was noticed")
+    made = refused = 0
+    for _ in range(3000):  # far more than a socket pair holds as 1-byte messages
+        made += 1
+        try:
+            client.get_children_async("/")
+        except ZkRecipesError:
+            refused += 1  # refused at once (ConnectionLostError), never queued
+    assert refused > 0
+    closer = threading.Thread(target=client.close, daemon=True)
+    closer.start()
+    closer.join(15.0)
+    assert not closer.is_alive(), f"close() blocked after {made} requests made during an outage"

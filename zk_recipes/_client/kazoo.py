@@ -92,6 +92,11 @@ def _stat(raw: Any) -> ZnodeStat:
     )
 
 
+#: Requests kazoo may hold queued while disconnected (see KazooConnection._admit); a
+#: socket pair holds a few hundred 1-byte wake-ups before a writer blocks.
+_MAX_QUEUED_DISCONNECTED = 128
+
+
 class _CreateContainer(namedtuple("_CreateContainer", "path data acl flags")):
     """createContainer (opcode 19): a CreateRequest with flags=4, answered by a Create2Response."""
 
@@ -428,6 +433,12 @@ class KazooConnection:
         self.stopping = True
         if self._kz is None:
             return
+        # kazoo wakes its connection thread with one byte per queued request, and
+        # only reads them back as it sends; after a long outage with requests made
+        # meanwhile the wake socket is full, and stop()'s own wake-up byte would block
+        # forever. A full socket already wakes the thread: never wait to add a byte.
+        with contextlib.suppress(OSError, AttributeError):
+            self._kz._connection._write_sock.setblocking(False)
         try:
             self._kz.stop()
         except Exception:
@@ -540,6 +551,7 @@ class KazooConnection:
     def get_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[tuple[bytes, ZnodeStat]]:
+        self._admit(path)
         with translated(path, stopped=self.stopping):
             raw = self._kz.get_async(path, watch=self._watcher(watch))
         return Pending(raw, path, lambda r: (bytes(r[0] or b""), _stat(r[1])), self)
@@ -547,6 +559,7 @@ class KazooConnection:
     def get_children_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[list[str]]:
+        self._admit(path)
         with translated(path, stopped=self.stopping):
             raw = self._kz.get_children_async(path, watch=self._watcher(watch))
         return Pending(raw, path, lambda r: [str(c) for c in r], self)
@@ -554,26 +567,49 @@ class KazooConnection:
     def exists_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[ZnodeStat | None]:
+        self._admit(path)
         with translated(path, stopped=self.stopping):
             raw = self._kz.exists_async(path, watch=self._watcher(watch))
         return Pending(raw, path, lambda r: _stat(r) if r is not None else None, self)
 
     def set_async(self, path: str, data: bytes, version: int = -1) -> Pending[ZnodeStat]:
+        self._admit(path)
         with translated(path, stopped=self.stopping):
             raw = self._kz.set_async(path, data, version)
         return Pending(raw, path, _stat, self)
 
     def delete_async(self, path: str, version: int = -1) -> Pending[None]:
+        self._admit(path)
         with translated(path, stopped=self.stopping):
             raw = self._kz.delete_async(path, version)
         return Pending(raw, path, lambda r: None, self)
 
     def sync_async(self, path: str) -> Pending[None]:
+        self._admit(path)
         with translated(path, stopped=self.stopping):
             raw = self._kz.sync_async(path)
         return Pending(raw, path, lambda r: None, self)
 
+    def _admit(self, path: str) -> None:
+        """Refuse a request while disconnected once many already wait to be sent.
+
+        kazoo queues requests made while it is not connected and wakes its
+        connection thread with one byte per request on a socket pair, read back
+        only as each is sent. A long outage with requests made meanwhile (a
+        status poll every second, say) fills that socket after a few hundred,
+        and from then on every caller, ``close()`` included, blocks forever in
+        kazoo's ``send``. Past ``_MAX_QUEUED_DISCONNECTED`` a request fails at
+        once with ConnectionLostError instead: retryable, and nothing is queued.
+        """
+        kz = self._kz
+        if len(kz._queue) >= _MAX_QUEUED_DISCONNECTED and not kz.connected:
+            raise errors.ConnectionLostError(
+                f"{path}: not connected to ZooKeeper, and {len(kz._queue)} requests already "
+                "wait to be sent; try again once connected"
+            )
+
     def _call(self, request: Any, path: str, convert: Callable[[Any], T]) -> Pending[T]:
+        self._admit(path)
         raw = self._kz.handler.async_result()
         if self._kz._call(request, raw) is False:
             raise translate(raw.exception, path, stopped=self.stopping)
