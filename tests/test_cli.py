@@ -303,6 +303,7 @@ def test_unreachable_zookeeper_and_bad_settings_have_their_codes(cli_env: dict[s
     code, _, err = _run(["--hosts", "zk1:2181/chroot", "status"], cli_env)
     assert code == ExitCode.CONFIG
     assert "--hosts" in err
+    assert "environment variable" not in err  # the value came from the option
 
     no_hosts = {k: v for k, v in cli_env.items() if k != "ZK_RECIPES_HOSTS"}
     code, _, err = _run(["holders"], no_hosts)

@@ -23,9 +23,10 @@ import click
 import zk_recipes
 from zk_recipes import ConfigurationError, ConnectTimeoutError, RecipesConfig, ZkClient
 from zk_recipes.cli._exit_codes import ExitCode
-from zk_recipes.cli._guarded import run_as_leader, run_locked
+from zk_recipes.cli._guarded import DEFAULT_PREFIX, run_as_leader, run_locked
 from zk_recipes.cli._reports import holders as print_holders, status as print_status
 
+_F = TypeVar("_F", bound=Callable[..., Any])
 _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 _MAIN_HELP = """Coordinate processes through ZooKeeper: run a command under a lock or as
@@ -42,9 +43,18 @@ Examples:
 
 \b
 Exit codes of lock and leader: the command's own status when it ran;
-  75 busy (--no-wait), 124 timed out, 79 lost while running (command stopped),
-  69 ZooKeeper unreachable, 78 bad settings, 2 usage. See docs/cli.md.
+  {BUSY} busy (--no-wait), {TIMED_OUT} timed out, {LOST} lost while running (command stopped),
+  {UNAVAILABLE} ZooKeeper unreachable, {CONFIG} bad settings, {USAGE} usage. See docs/cli.md.
 """
+#: What the help texts say, filled in from the one table (``ExitCode``) and the defaults.
+_FACTS = {code.name: int(code) for code in ExitCode} | {"PREFIX": DEFAULT_PREFIX}
+_MAIN_HELP = _MAIN_HELP.format(**_FACTS)
+
+
+def _facts_in_help(function: _F) -> _F:
+    """Fill ``{LOST}``, ``{PREFIX}``... into a command's help (under ``@cli.command``)."""
+    function.__doc__ = (function.__doc__ or "").format(**_FACTS)
+    return function
 
 
 class _Globals:
@@ -61,10 +71,14 @@ def _fail(code: int, message: str) -> NoReturn:
 def _read_config(ctx: click.Context) -> RecipesConfig:
     options: _Globals = ctx.find_object(_Globals) or _Globals(None, None)
     environ = dict(os.environ)
-    if options.hosts is not None:
-        environ["ZK_RECIPES_HOSTS"] = options.hosts
-    if options.namespace is not None:
-        environ["ZK_RECIPES_NAMESPACE"] = options.namespace
+    given: dict[str, str] = {}  # environment variable -> the option that overrode it
+    for variable, option, value in (
+        ("ZK_RECIPES_HOSTS", "--hosts", options.hosts),
+        ("ZK_RECIPES_NAMESPACE", "--namespace", options.namespace),
+    ):
+        if value is not None:
+            environ[variable] = value
+            given[variable] = option
     if not environ.get("ZK_RECIPES_HOSTS"):
         _fail(
             ExitCode.CONFIG,
@@ -74,11 +88,11 @@ def _read_config(ctx: click.Context) -> RecipesConfig:
     try:
         return zk_recipes.settings_from_env(environ)
     except ConfigurationError as exc:
+        # The reader names the environment variable; the value came from the option.
         message = str(exc)
-        if options.hosts is not None:
-            message = message.replace("ZK_RECIPES_HOSTS", "--hosts")
-        if options.namespace is not None:
-            message = message.replace("ZK_RECIPES_NAMESPACE", "--namespace")
+        for variable, option in given.items():
+            message = message.replace(f"environment variable {variable}", option)
+            message = message.replace(f"{variable}=", f"{option} ")
         _fail(ExitCode.CONFIG, message)
 
 
@@ -123,13 +137,14 @@ _wait_options: list[Callable[[Any], Any]] = [
     click.option(
         "--no-wait",
         is_flag=True,
-        help="Give up at once if somebody else holds it (exit 75).",
+        help=f"Give up at once if somebody else holds it (exit {ExitCode.BUSY:d}).",
     ),
     click.option(
         "--timeout",
         type=click.FloatRange(min=0),
         metavar="SECONDS",
-        help="Give up after waiting this long (exit 124). Default: wait as long as it takes.",
+        help=f"Give up after waiting this long (exit {ExitCode.TIMED_OUT:d}). "
+        "Default: wait as long as it takes.",
     ),
 ]
 _run_options: list[Callable[[Any], Any]] = [
@@ -149,9 +164,6 @@ _run_options: list[Callable[[Any], Any]] = [
 ]
 
 
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
 def _with(options: list[Callable[[_F], _F]]) -> Callable[[_F], _F]:
     """Apply a shared list of click options, in order."""
 
@@ -168,6 +180,7 @@ def _with(options: list[Callable[[_F], _F]]) -> Callable[[_F], _F]:
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @_with(_wait_options + _run_options)
 @click.pass_context
+@_facts_in_help
 def lock(
     ctx: click.Context,
     name: str,
@@ -183,9 +196,9 @@ def lock(
     One process at a time, on any host, runs COMMAND; the others wait their
     turn (or give up, with --no-wait / --timeout). The lock is released as soon
     as COMMAND ends. If the lock is lost while COMMAND runs (the session
-    expired), COMMAND gets SIGTERM, then SIGKILL, and the exit code is 79.
+    expired), COMMAND gets SIGTERM, then SIGKILL, and the exit code is {LOST}.
     SIGINT, SIGTERM and SIGHUP are passed on to COMMAND. NAME is a name
-    (a node under /zk-recipes/locks/) or an absolute path.
+    (a node under {PREFIX}/locks/, ZK_RECIPES_PREFIX moves it) or an absolute path.
 
     \b
     Examples:
@@ -215,10 +228,11 @@ def lock(
 @click.option(
     "--rejoin",
     is_flag=True,
-    help="After losing leadership, stand by again instead of exiting with 79.",
+    help=f"After losing leadership, stand by again instead of exiting with {ExitCode.LOST:d}.",
 )
 @_with(_run_options)
 @click.pass_context
+@_facts_in_help
 def leader(
     ctx: click.Context,
     name: str,
@@ -233,8 +247,8 @@ def leader(
     Start it on several hosts: one runs COMMAND, the others wait. If the
     leader's process dies (even kill -9), a standby takes over within the
     session timeout. If leadership is lost while COMMAND runs, COMMAND gets
-    SIGTERM, then SIGKILL, and the exit code is 79 (or, with --rejoin, this
-    process stands by again). NAME is a name (under /zk-recipes/leaders/) or
+    SIGTERM, then SIGKILL, and the exit code is {LOST} (or, with --rejoin, this
+    process stands by again). NAME is a name (under {PREFIX}/leaders/) or
     an absolute path; Curator LeaderLatches on the same path take part.
 
     \b
@@ -276,11 +290,12 @@ def holders(ctx: click.Context, path: str, as_json: bool) -> None:
 @cli.command(context_settings=_CONTEXT)
 @click.option("--json", "as_json", is_flag=True, help="One JSON document, for programs.")
 @click.pass_context
+@_facts_in_help
 def status(ctx: click.Context, as_json: bool) -> None:
     """Connect, and show the connection, session and server (version and mode).
 
     The server's version and mode come from its ``srvr`` four-letter word
-    where its 4lw.commands.whitelist allows it. Exit 0 when connected, 69 when
+    where its 4lw.commands.whitelist allows it. Exit 0 when connected, {UNAVAILABLE} when
     ZooKeeper cannot be reached.
     """
     with _connected(ctx) as (client, _config):
