@@ -120,7 +120,6 @@ def run_locked(
     lock = Lock(client, path, identifier=identifier or shlex.join(argv))
     what = f"lock {name}"
     wake = threading.Event()
-    lock.on_lost(lambda _lock: wake.set())
     with SignalRelay(wake) as relay, _wake_on_state_change(client, wake):
         reporter = _reporter(out, what, lambda: _lock_view(lock), wait, live)
         outcome = _wait_for(
