@@ -37,6 +37,7 @@ from zk_recipes.testing import (
     expire_session_locally,
     find_installation,
     four_letter_word,
+    free_ports,
     proxied_connect_string,
 )
 from zk_recipes.testing._install import DEBIAN_ZOOKEEPER_JAR
@@ -636,3 +637,21 @@ def test_a_paused_follower_does_not_break_the_quorum(cluster: ZooKeeperCluster) 
     cluster.start()  # resumes the paused member and waits for it to serve again
     assert follower.is_serving()
     assert len(cluster.followers()) == 2
+
+
+@pytest.mark.slow
+def test_a_server_on_a_given_port_and_a_taken_port(server: ZooKeeperServer) -> None:
+    (port,) = free_ports(1)
+    with ZooKeeperServer(port=port) as own:
+        assert own.port == port
+        assert own.connect_string == f"127.0.0.1:{port}"
+        assert four_letter_word("127.0.0.1", port, "ruok") == "imok"
+    # A port in use is an error, not a silent move to another port.
+    taken = ZooKeeperServer(port=server.port, start_timeout=20.0)
+    try:
+        with pytest.raises(HarnessError, match=str(server.port)):
+            taken.start()
+    finally:
+        taken.close()
+    with pytest.raises(HarnessError, match="port must be"):
+        ZooKeeperServer(port=70000)
