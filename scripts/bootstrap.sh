@@ -6,7 +6,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-APT_PACKAGES=(zookeeper redis-server libcurator-recipes-java libcurator-framework-java)
+# chromium + chromium-driver: the Django admin page's one real-browser test.
+APT_PACKAGES=(zookeeper redis-server libcurator-recipes-java libcurator-framework-java chromium chromium-driver)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -1,8 +1,13 @@
-"""zk-recipes for Django.
+"""zk-recipes for Django: settings, system checks, ``manage.py zklock`` and friends.
 
-Only the import guard lives here so far; the integration itself lands with
-its own issue. Importing this package without Django installed fails at once
-with the command that fixes it.
+::
+
+    INSTALLED_APPS += ["zk_recipes_django"]
+    ZK_RECIPES = {"default": {"HOSTS": "zk1:2181,zk2:2181,zk3:2181", "NAMESPACE": "shop"}}
+
+One ZooKeeper session per alias per process, made on first use (never in
+``AppConfig.ready()``), new after a fork, closed at exit (``_clients``). See
+docs/integrations/django.md.
 """
 
 from __future__ import annotations
@@ -14,4 +19,22 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "zk_recipes_django needs Django: install it with pip install 'zk-recipes[django]'"
     ) from exc
 
-__all__: list[str] = []
+from zk_recipes_django._clients import close_all, current_client, get_client
+from zk_recipes_django._settings import (
+    DEFAULT_ALIAS,
+    DEFAULT_PREFIX,
+    SettingsError,
+    aliases,
+    config,
+)
+
+__all__ = [
+    "DEFAULT_ALIAS",
+    "DEFAULT_PREFIX",
+    "SettingsError",
+    "aliases",
+    "close_all",
+    "config",
+    "current_client",
+    "get_client",
+]

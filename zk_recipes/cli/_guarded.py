@@ -56,6 +56,7 @@ from zk_recipes import (
 )
 from zk_recipes.cli._child import Child, SignalRelay
 from zk_recipes.cli._exit_codes import ExitCode
+from zk_recipes.cli._in_process import Call, InProcess, describe
 from zk_recipes.cli._waiting import QueueView, WaitReporter, describe_owner
 
 log = logging.getLogger("zk_recipes.cli")
@@ -95,7 +96,7 @@ def default_grace(client: ZkClient) -> float:
 def run_locked(
     client: ZkClient,
     name: str,
-    command: Sequence[str],
+    command: Sequence[str] | Call,
     *,
     wait: bool = True,
     timeout: float | None = None,
@@ -104,20 +105,25 @@ def run_locked(
     identifier: str | None = None,
     out: TextIO | None = None,
     live: bool | None = None,
+    exit_process_on_lost: bool = False,
 ) -> int:
-    """Run ``command`` as a child process while holding the lock ``name``; its exit code.
+    """Run ``command`` while holding the lock ``name``; its exit code.
 
-    ``client`` must be started. ``wait=False`` gives up at once when the lock
+    ``command`` is a program's argv, run as a child process, or a callable run
+    in this process on the calling thread (``_in_process``: its return value
+    is the status; on a loss ``LockLost`` is raised in it, and with
+    ``exit_process_on_lost`` the process exits if it still runs after
+    ``grace``). ``client`` must be started. ``wait=False`` gives up at once when the lock
     is held (``ExitCode.BUSY``); ``timeout`` bounds the wait
     (``ExitCode.TIMED_OUT``). Messages for people go to ``out`` (stderr);
     ``live`` (default: ``out`` is a terminal) redraws a status line while
     waiting. See the module docstring and ``ExitCode`` for the rest.
     """
     out = sys.stderr if out is None else out
-    argv = _check_command(command)
+    job = _check_command(command)
     _check_timeout(timeout, wait)
     path = lock_path(name, prefix)
-    lock = Lock(client, path, identifier=identifier or shlex.join(argv))
+    lock = Lock(client, path, identifier=identifier or _label(job))
     what = f"lock {name}"
     wake = threading.Event()
     with SignalRelay(wake) as relay, _wake_on_state_change(client, wake):
@@ -136,10 +142,10 @@ def run_locked(
                 _say(
                     out,
                     f"{what} is held by {_holder_text(lambda: _lock_view(lock))}; "
-                    f"not running {argv[0]}",
+                    f"not running {_short(job)}",
                 )
                 return ExitCode.BUSY
-            _say(out, f"{what} was still held after {timeout:g}s; not running {argv[0]}")
+            _say(out, f"{what} was still held after {timeout:g}s; not running {_short(job)}")
             return ExitCode.TIMED_OUT
         try:
             log.info(
@@ -147,10 +153,17 @@ def run_locked(
                 what,
                 path,
                 lock.fencing_token,
-                shlex.join(argv),
+                _label(job),
             )
-            return _run_child(
-                out, what, argv, relay, wake, _lock_is_ours(lock), _grace(client, grace)
+            return _run_command(
+                out,
+                what,
+                job,
+                relay,
+                wake,
+                _lock_is_ours(lock),
+                _grace(client, grace),
+                exit_process_on_lost,
             )
         finally:
             _release(lock)
@@ -159,7 +172,7 @@ def run_locked(
 def run_as_leader(
     client: ZkClient,
     name: str,
-    command: Sequence[str],
+    command: Sequence[str] | Call,
     *,
     rejoin: bool = False,
     grace: float | None = None,
@@ -167,6 +180,7 @@ def run_as_leader(
     identifier: str | None = None,
     out: TextIO | None = None,
     live: bool | None = None,
+    exit_process_on_lost: bool = False,
 ) -> int:
     """Wait as a standby for leadership of ``name``; run ``command`` only while leader.
 
@@ -177,9 +191,9 @@ def run_as_leader(
     started; the other arguments are those of ``run_locked``.
     """
     out = sys.stderr if out is None else out
-    argv = _check_command(command)
+    job = _check_command(command)
     path = leader_path(name, prefix)
-    owner = Owner.here(identifier or shlex.join(argv))
+    owner = Owner.here(identifier or _label(job))
     latch = LeaderLatch(client, path, owner.to_bytes().decode(), error_policy=ErrorPolicy.SESSION)
     what = f"leadership of {name}"
     wake = threading.Event()
@@ -199,15 +213,38 @@ def run_as_leader(
                             wake.clear()
                 if relay.first is not None:
                     return _interrupted(out, what, relay.first)
-                log.info("leading %s (%s): running %s", name, path, shlex.join(argv))
-                status = _run_child(
-                    out, what, argv, relay, wake, latch.has_leadership, _grace(client, grace)
+                log.info("leading %s (%s): running %s", name, path, _label(job))
+                status = _run_command(
+                    out,
+                    what,
+                    job,
+                    relay,
+                    wake,
+                    latch.has_leadership,
+                    _grace(client, grace),
+                    exit_process_on_lost,
                 )
                 if status != ExitCode.LOST or not rejoin or relay.first is not None:
                     return status
                 _say(out, f"standing by to lead {name} again (--rejoin)")
         finally:
             latch.close()
+
+
+def _run_command(
+    out: TextIO,
+    what: str,
+    job: list[str] | Call,
+    relay: SignalRelay,
+    wake: threading.Event,
+    still_ours: Callable[[], bool],
+    grace: float,
+    exit_process_on_lost: bool,
+) -> int:
+    if callable(job):
+        run = InProcess(job, _short(job))
+        return run.run(relay, wake, still_ours, grace, lambda m: _say(out, m), exit_process_on_lost)
+    return _run_child(out, what, job, relay, wake, still_ours, grace)
 
 
 def _run_child(
@@ -376,7 +413,9 @@ def _release(lock: Lock) -> None:
         log.warning("releasing %s failed (%s); it goes with the session", lock.path, exc)
 
 
-def _check_command(command: Sequence[str]) -> list[str]:
+def _check_command(command: Sequence[str] | Call) -> list[str] | Call:
+    if callable(command):
+        return command
     if isinstance(command, str):
         raise ConfigurationError(
             f"command must be a list of arguments like ['./manage.py', 'migrate'], got {command!r}"
@@ -387,6 +426,15 @@ def _check_command(command: Sequence[str]) -> list[str]:
             "no command to run: give one after '--', e.g. zk-recipes lock NAME -- ./job.sh"
         )
     return argv
+
+
+def _label(job: list[str] | Call) -> str:
+    """The command as owner data and logs name it: its command line, or the call's name."""
+    return describe(job) if callable(job) else shlex.join(job)
+
+
+def _short(job: list[str] | Call) -> str:
+    return describe(job) if callable(job) else job[0]
 
 
 def _check_timeout(timeout: float | None, wait: bool) -> None:
