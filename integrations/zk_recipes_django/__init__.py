@@ -20,6 +20,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from zk_recipes_django._clients import close_all, current_client, get_client
+from zk_recipes_django._commands import LockedCommandMixin
 from zk_recipes_django._settings import (
     DEFAULT_ALIAS,
     DEFAULT_PREFIX,
@@ -31,6 +32,7 @@ from zk_recipes_django._settings import (
 __all__ = [
     "DEFAULT_ALIAS",
     "DEFAULT_PREFIX",
+    "LockedCommandMixin",
     "SettingsError",
     "aliases",
     "close_all",

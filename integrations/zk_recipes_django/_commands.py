@@ -29,9 +29,6 @@ from zk_recipes import ConfigurationError, ZkClient, ZkRecipesError
 from zk_recipes.cli import ExitCode
 from zk_recipes_django import _clients, _settings
 
-#: How long a command waits to connect before giving up with ``ExitCode.UNAVAILABLE``.
-CONNECT_SECONDS = 10.0
-
 
 def split_command(args: Sequence[str]) -> tuple[list[str], list[str] | None]:
     """``[options..., "--", command...]`` -> (options, command); command None without ``--``."""
@@ -148,10 +145,13 @@ _MEANINGS: dict[int, str] = {
 
 
 def connect(alias: str) -> tuple[ZkClient, str]:
-    """The alias's connected client and prefix; CommandError with the exit code if not."""
+    """The alias's connected client and prefix; CommandError with the exit code if not.
+
+    Waits up to the alias's ``CONNECTION_TIMEOUT`` for the connection.
+    """
     try:
         prefix = _settings.config(alias).prefix
-        return _clients.get_client(alias, timeout=CONNECT_SECONDS), prefix
+        return _clients.get_client(alias), prefix
     except ConfigurationError as exc:
         raise CommandError(str(exc), returncode=ExitCode.CONFIG) from None
     except ZkRecipesError as exc:

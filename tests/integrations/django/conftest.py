@@ -20,8 +20,8 @@ import pytest
 pytest.importorskip("django")
 pytest.importorskip("pytest_django")
 
-import django  # noqa: E402
-from django.conf import settings as django_settings  # noqa: E402
+import django
+from django.conf import settings as django_settings
 
 SETTINGS_MODULE = "tests.integrations.django.site.settings"
 # Configured here, not through DJANGO_SETTINGS_MODULE: an environment variable

@@ -33,5 +33,7 @@ class Command(BaseCommand):  # type: ignore[misc]
             time.sleep(0.02)
         (here / f"{tag}.ended").write_text(str(os.getpid()))
         if options["code"]:
-            raise CommandError(f"slowcmd failed on purpose with {options['code']}", returncode=options["code"])
+            raise CommandError(
+                f"slowcmd failed on purpose with {options['code']}", returncode=options["code"]
+            )
         self.stdout.write(f"slowcmd {tag} done")
