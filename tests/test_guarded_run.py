@@ -14,12 +14,13 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from zk_recipes import Lock, NoNodeError, Owner, ZkClient
+from zk_recipes import Lock, LockLost, NoNodeError, Owner, ZkClient
 from zk_recipes.cli import ExitCode, leader_path, lock_path, run_as_leader, run_locked
 from zk_recipes.testing import expire_session, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
@@ -278,3 +279,134 @@ def test_rejoin_stands_by_again_after_losing_leadership(
     assert "standing by to lead beat again" in run.out.getvalue()
     (where / "go").write_text("")
     assert run.wait() == 0
+
+
+# -- in-process commands (a callable instead of an argv) --------------------------
+
+
+def test_a_callable_runs_in_process_holding_the_lock_and_returns_its_status(
+    zk_client_factory: ClientFactory,
+) -> None:
+    runner, observer = zk_client_factory(), zk_client_factory()
+    seen: list[bool] = []
+
+    def job() -> int:
+        (contender,) = Lock(observer, lock_path("job")).contenders()
+        seen.append(contender.is_holder and contender.owner.pid == os.getpid())
+        return 7
+
+    assert run_locked(runner, "job", job, identifier="manage.py report") == 7
+    assert seen == [True]
+    assert _nodes(observer, lock_path("job")) == []
+    assert run_locked(runner, "job", lambda: None) == 0  # None means success
+
+
+def test_a_callable_is_not_called_when_busy_and_its_exceptions_propagate(
+    zk_client_factory: ClientFactory,
+) -> None:
+    holder = Lock(zk_client_factory(), lock_path("job"))
+    assert holder.acquire()
+    called: list[int] = []
+    out = io.StringIO()
+    code = run_locked(zk_client_factory(), "job", lambda: called.append(1), wait=False, out=out)
+    assert code == ExitCode.BUSY
+    assert called == []
+    holder.release()
+
+    runner = zk_client_factory()
+
+    def fails() -> int:
+        raise ValueError("bad data")
+
+    with pytest.raises(ValueError, match="bad data"):
+        run_locked(runner, "job", fails)
+    assert _nodes(runner, lock_path("job")) == []  # released on the way out
+
+
+@pytest.mark.slow
+def test_session_expiry_interrupts_a_callable_on_the_main_thread(
+    zk_client_factory: ClientFactory,
+) -> None:
+    assert threading.current_thread() is threading.main_thread()
+    runner = zk_client_factory()
+    started = threading.Event()
+    interrupted: list[BaseException] = []
+
+    def job() -> int:
+        started.set()
+        try:
+            time.sleep(60)  # a blocking call: the signal breaks it
+        except BaseException as exc:
+            interrupted.append(exc)
+            raise
+        return 0
+
+    threading.Thread(target=lambda: (started.wait(30), expire_session(runner)), daemon=True).start()
+    out = io.StringIO()
+    assert run_locked(runner, "job", job, out=out) == ExitCode.LOST
+    assert [type(exc) for exc in interrupted] == [LockLost]
+    assert "lost its hold while running" in out.getvalue()
+
+
+@pytest.mark.slow
+def test_session_expiry_interrupts_a_callable_on_another_thread(
+    zk_client_factory: ClientFactory,
+) -> None:
+    runner = zk_client_factory()
+    started = threading.Event()
+    interrupted: list[BaseException] = []
+
+    def job() -> int:
+        started.set()
+        try:
+            for _ in range(3000):  # raised at its next instruction
+                time.sleep(0.02)
+        except BaseException as exc:
+            interrupted.append(exc)
+            raise
+        return 0
+
+    run = _Run(lambda out: run_locked(runner, "job", job, out=out))
+    assert started.wait(30)
+    expire_session(runner)
+    assert run.wait() == ExitCode.LOST
+    assert [type(exc) for exc in interrupted] == [LockLost]
+
+
+def test_a_signal_while_a_callable_runs_interrupts_it_with_128_plus_n(
+    zk_client_factory: ClientFactory,
+) -> None:
+    runner = zk_client_factory()
+    interrupted: list[str] = []
+
+    def job() -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(60)
+        except BaseException as exc:
+            interrupted.append(type(exc).__name__)
+            raise
+        return 0
+
+    assert run_locked(runner, "job", job, out=io.StringIO()) == 128 + signal.SIGTERM
+    assert interrupted == ["Interrupted"]
+    assert _nodes(runner, lock_path("job")) == []
+
+
+@pytest.mark.slow
+def test_a_leader_callable_runs_again_after_a_loss_with_rejoin(
+    zk_client_factory: ClientFactory,
+) -> None:
+    runner = zk_client_factory()
+    runs: list[int] = []
+
+    def job() -> int:
+        runs.append(1)
+        if len(runs) == 1:
+            threading.Thread(target=expire_session, args=(runner,), daemon=True).start()
+            time.sleep(60)
+        return 5
+
+    code = run_as_leader(runner, "beat", job, rejoin=True, out=io.StringIO())
+    assert code == 5
+    assert len(runs) == 2
