@@ -58,7 +58,11 @@ def test_setup_checks_and_other_commands_open_no_connection(
     assert run.stdout.strip() == "True", run.stderr
     for args in (["check"], ["help"], ["zklock", "--help"], ["showmigrations", "zk_recipes"]):
         run = subprocess.run(
-            [sys.executable, str(MANAGE), *args], env=env, capture_output=True, timeout=60
+            [sys.executable, str(MANAGE), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert run.returncode == 0, (args, run.stderr)
     assert _accepted(listener) == 0
