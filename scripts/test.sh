@@ -61,6 +61,18 @@ echo "==> pytest: tests/integrations/, in .venv"
 integrations=0
 run_pytest .venv tests/integrations "$@" || integrations=$?
 
+# Django 4.2 LTS as well as the 5.2 of .venv: the Django tests again (not the slow
+# ones: they repeat the engine's fault handling), with 4.2 ahead on the path.
+django42=0
+if ((!selecting)); then
+    echo "==> pytest: tests/integrations/django/ on Django 4.2 LTS"
+    if [[ ! -d .django42/django ]]; then
+        .venv/bin/python -m pip install -q --target .django42 "Django>=4.2,<5" >/dev/null
+    fi
+    PYTHONPATH="$ROOT/.django42" run_pytest .venv tests/integrations/django -m "not slow" \
+        -p no:cacheprovider "$@" || django42=$?
+fi
+
 # 5 (nothing collected) is a failure, unless a selection matched tests of the other run only.
 verdict() {  # verdict RC OTHER_RC NAME
     if [[ $1 -ne 5 ]]; then
@@ -74,3 +86,4 @@ verdict() {  # verdict RC OTHER_RC NAME
 }
 verdict "$core" "$integrations" "core" || exit $?
 verdict "$integrations" "$core" "integrations" || exit $?
+exit $django42

@@ -58,7 +58,10 @@ def zk_settings(settings: Any, zk_hosts: str, zk_namespace: str) -> Iterator[dic
 def manage_env(zk_hosts: str, zk_namespace: str, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
-        PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "integrations")]),
+        # The caller's PYTHONPATH too: scripts/test.sh puts Django 4.2 there for its second pass.
+        PYTHONPATH=os.pathsep.join(
+            [str(ROOT), str(ROOT / "integrations"), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
         DJANGO_SETTINGS_MODULE=SETTINGS_MODULE,
         ZK_HOSTS=zk_hosts,
         ZK_NAMESPACE=zk_namespace,
