@@ -1,0 +1,1 @@
+"""Migrations of the zk_recipes app (its one model has no table: ``models.Status``)."""
