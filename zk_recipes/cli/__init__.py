@@ -28,6 +28,9 @@ from zk_recipes.cli._guarded import (
     run_as_leader as run_as_leader,
     run_locked as run_locked,
 )
+from zk_recipes.cli._in_process import (
+    Interrupted as Interrupted,
+)
 from zk_recipes.cli._reports import (
     connection_report as connection_report,
     holders as holders,
@@ -46,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 __all__ = [
     "DEFAULT_PREFIX",
     "ExitCode",
+    "Interrupted",
     "connection_report",
     "default_grace",
     "holders",

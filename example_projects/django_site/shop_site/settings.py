@@ -1,0 +1,83 @@
+"""A small shop on sqlite: invoices sent under a ZooKeeper lock, Celery on the same settings.
+
+``ZK_RECIPES`` is the one ZooKeeper setting: Django's commands, views and
+admin page use it, and so does the Celery app (``shop_site/celery.py``),
+which reads the client settings from it when ``CELERY_ZK_RECIPES_*`` are
+not given.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "example-only-not-secret")
+DEBUG = False
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
+USE_TZ = True
+TIME_ZONE = "UTC"
+ROOT_URLCONF = "shop_site.urls"
+WSGI_APPLICATION = "shop_site.wsgi.application"
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "zk_recipes_django",
+    "invoices",
+]
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": os.environ.get("SHOP_DB", str(BASE_DIR / "db.sqlite3")),
+        # Several processes migrate and write at once in the demo: wait for sqlite's lock.
+        "OPTIONS": {"timeout": 20},
+    }
+}
+STATIC_URL = "/static/"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# One alias per ensemble, like DATABASES; every key is in docs/settings.md.
+ZK_RECIPES = {
+    "default": {
+        "HOSTS": os.environ.get("ZK_HOSTS", "127.0.0.1:2181"),
+        "NAMESPACE": "shop",
+        # How long a crashed process keeps its locks: short for the demo.
+        "SESSION_TIMEOUT": 4.0,
+    },
+}
+
+# Celery reads these through config_from_object(..., namespace="CELERY"); no
+# CELERY_ZK_RECIPES_HOSTS: the client settings come from ZK_RECIPES["default"].
+CELERY_BROKER_URL = os.environ.get("REDIS_URL", "memory://")
+CELERY_TASK_ALWAYS_EAGER = os.environ.get("REDIS_URL") is None
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
+    "loggers": {"zk_recipes": {"handlers": ["stderr"], "level": "WARNING"}},
+}
