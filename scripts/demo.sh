@@ -19,3 +19,6 @@ echo "== 4. Celery: a singleton task on two workers, leader-only beat entries on
 echo
 echo "== 5. The zk-recipes command: a cron job guarded on three hosts, a deploy's migration, a standby taking over"
 .venv/bin/python example_projects/cli/cli_demo.py
+echo
+echo "== 6. Django: zklock around migrate on three pods, a locked view, a locked cron command, the admin page, Celery on the same settings"
+.venv/bin/python example_projects/django_site/django_demo.py
