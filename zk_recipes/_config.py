@@ -299,12 +299,18 @@ def _celery_name(key: str) -> str | None:
 def _entries(
     source: Mapping[str, Any], spelling: Spelling, alias: str, names: Sequence[str]
 ) -> dict[str, tuple[str, object]]:
-    """Canonical name -> (key as written, value) of every setting the source has."""
+    """Canonical name -> (key as written, value) of every setting the source has.
+
+    Only the values of our own keys are looked up: a Celery ``app.conf`` loaded
+    from Django's settings answers every other key by reading that setting,
+    and some cannot be read (an empty SECRET_KEY raises, and the names that
+    ``settings.configure()`` lists but does not hold raise KeyError).
+    """
     items: Mapping[Any, object] = (
         _django_entry(source, alias) if spelling is Spelling.DJANGO else source
     )
     found: dict[str, tuple[str, object]] = {}
-    for key, value in items.items():
+    for key in items:
         if not isinstance(key, str):
             if spelling is Spelling.DJANGO:
                 raise ConfigurationError(
@@ -329,7 +335,7 @@ def _entries(
                 f"{spelling.where(key, alias=alias)} is not a setting{suggestion}; "
                 "every setting is listed in docs/settings.md"
             )
-        found[name] = (key, value)
+        found[name] = (key, items[key])
     return found
 
 
