@@ -305,6 +305,23 @@ def test_only_the_values_of_our_keys_are_read() -> None:
     assert (config.client.hosts, config.client.namespace) == ("zk1:2181", "/jobs")
 
 
+def test_defaults_from_elsewhere_fill_what_the_source_leaves_out() -> None:
+    """A value from another configuration: a required hosts may come from there."""
+    elsewhere = {"hosts": "zk9:2181", "namespace": "/shop", "session_timeout": 4.0}
+    for spelling in ALL_SPELLINGS:
+        config = _read(spelling, {"identifier": "web-1"}, defaults=elsewhere)
+        assert config.client == ClientSettings("zk9:2181", "/shop", 4.0), spelling
+        assert (config.identifier, config.given) == ("web-1", frozenset({"identifier"}))
+        # The source's own value wins over the one from elsewhere.
+        config = _read(spelling, {"session_timeout": 6}, defaults=elsewhere)
+        assert (config.client.hosts, config.client.session_timeout) == ("zk9:2181", 6.0)
+        assert config.given == {"session_timeout"}
+    with pytest.raises(ConfigurationError, match=r"^zk_recipes_hosts is not set"):
+        _read(Spelling.CELERY, {}, defaults={"namespace": "/shop"})
+    with pytest.raises(ConfigurationError, match=r"canonical name.*'HOSTS'"):
+        _read(Spelling.CELERY, {}, defaults={"HOSTS": "zk1"})
+
+
 # -- bad values, in every spelling ------------------------------------------------------------
 
 
