@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -279,6 +279,47 @@ def test_extra_settings_are_read_beside_the_table() -> None:
         _read(Spelling.CELERY, {"hosts": "zk1"}, extra=[SETTINGS[0]])
     with pytest.raises(ConfigurationError, match="lower-case words"):
         Setting("Mode", "str", None, "Bad name.", mode, "a")
+
+
+class _ReadOnlyOurs(Mapping[str, object]):
+    """A configuration whose other keys cannot be read, like app.conf over Django's settings."""
+
+    def __init__(self, ours: Mapping[str, object]) -> None:
+        self._ours = dict(ours)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["SECRET_KEY", "__builtins__", *self._ours])
+
+    def __len__(self) -> int:
+        return len(self._ours) + 2
+
+    def __getitem__(self, key: str) -> object:
+        if key not in self._ours:
+            raise KeyError(f"{key} cannot be read")
+        return self._ours[key]
+
+
+def test_only_the_values_of_our_keys_are_read() -> None:
+    source = _ReadOnlyOurs({"CELERY_ZK_RECIPES_HOSTS": "zk1", "zk_recipes_namespace": "jobs"})
+    config = read_settings(source, Spelling.CELERY)
+    assert (config.client.hosts, config.client.namespace) == ("zk1:2181", "/jobs")
+
+
+def test_defaults_from_elsewhere_fill_what_the_source_leaves_out() -> None:
+    """A value from another configuration: a required hosts may come from there."""
+    elsewhere = {"hosts": "zk9:2181", "namespace": "/shop", "session_timeout": 4.0}
+    for spelling in ALL_SPELLINGS:
+        config = _read(spelling, {"identifier": "web-1"}, defaults=elsewhere)
+        assert config.client == ClientSettings("zk9:2181", "/shop", 4.0), spelling
+        assert (config.identifier, config.given) == ("web-1", frozenset({"identifier"}))
+        # The source's own value wins over the one from elsewhere.
+        config = _read(spelling, {"session_timeout": 6}, defaults=elsewhere)
+        assert (config.client.hosts, config.client.session_timeout) == ("zk9:2181", 6.0)
+        assert config.given == {"session_timeout"}
+    with pytest.raises(ConfigurationError, match=r"^zk_recipes_hosts is not set"):
+        _read(Spelling.CELERY, {}, defaults={"namespace": "/shop"})
+    with pytest.raises(ConfigurationError, match=r"canonical name.*'HOSTS'"):
+        _read(Spelling.CELERY, {}, defaults={"HOSTS": "zk1"})
 
 
 # -- bad values, in every spelling ------------------------------------------------------------

@@ -299,12 +299,18 @@ def _celery_name(key: str) -> str | None:
 def _entries(
     source: Mapping[str, Any], spelling: Spelling, alias: str, names: Sequence[str]
 ) -> dict[str, tuple[str, object]]:
-    """Canonical name -> (key as written, value) of every setting the source has."""
+    """Canonical name -> (key as written, value) of every setting the source has.
+
+    Only the values of our own keys are looked up: a Celery ``app.conf`` loaded
+    from Django's settings answers every other key by reading that setting,
+    and some cannot be read (an empty SECRET_KEY raises, and the names that
+    ``settings.configure()`` lists but does not hold raise KeyError).
+    """
     items: Mapping[Any, object] = (
         _django_entry(source, alias) if spelling is Spelling.DJANGO else source
     )
     found: dict[str, tuple[str, object]] = {}
-    for key, value in items.items():
+    for key in items:
         if not isinstance(key, str):
             if spelling is Spelling.DJANGO:
                 raise ConfigurationError(
@@ -329,7 +335,7 @@ def _entries(
                 f"{spelling.where(key, alias=alias)} is not a setting{suggestion}; "
                 "every setting is listed in docs/settings.md"
             )
-        found[name] = (key, value)
+        found[name] = (key, items[key])
     return found
 
 
@@ -385,24 +391,39 @@ def read_settings(
     alias: str = "default",
     default_prefix: str = "/zk-recipes",
     extra: Sequence[Setting] = (),
+    defaults: Mapping[str, object] | None = None,
 ) -> RecipesConfig:
     """Read the settings of ``SETTINGS`` (and ``extra``) from a framework's configuration.
 
     ``source`` is, for ``DJANGO``, the whole ``ZK_RECIPES`` dict (``alias``
     picks the entry, as DATABASES does); for the others the whole
     configuration (``app.config``, ``app.conf``, ``os.environ``), of which only
-    the keys with the spelling's prefix are read. Raises ConfigurationError
-    naming the setting as written when a value is wrong, a key under the
-    prefix is no setting, or ``hosts`` is missing.
+    the keys with the spelling's prefix are read. ``defaults`` holds values
+    from elsewhere, by canonical name and already checked (as ``read_settings``
+    returns them: ``ClientSettings`` field values, the prefix, ...): each takes
+    the place of the table's default where ``source`` does not set the
+    setting, so a required ``hosts`` may come from there; ``given`` does not
+    count them. Raises ConfigurationError naming the setting as written when a
+    value is wrong, a key under the prefix is no setting, or ``hosts`` is
+    missing from both.
     """
     if not isinstance(spelling, Spelling):
         raise ConfigurationError(f"spelling must be a zk_recipes.Spelling, got {spelling!r}")
     table = _table(extra)
+    fallback = dict(defaults or {})
+    unknown = sorted(set(fallback) - set(table))
+    if unknown:
+        raise ConfigurationError(
+            f"defaults= takes settings by their canonical name, like 'hosts'; "
+            f"not settings: {', '.join(map(repr, unknown))}"
+        )
     entries = _entries(source, spelling, alias, list(table))
     parsed: dict[str, object] = {}
     for name, setting in table.items():
         key, value = entries.get(name, (spelling.key(name), None))
         if value is None or value == "":
+            if name in fallback:
+                continue
             if setting.required:
                 raise ConfigurationError(
                     f"{spelling.where(key, alias=alias)} is not set: "
@@ -419,17 +440,18 @@ def read_settings(
                 f"{spelling.where(key, alias=alias)}: {exc}; "
                 f"for example {spelling.assignment(setting, alias=alias)}"
             ) from None
+    values = {**fallback, **parsed}
     fields: dict[str, Any] = {
-        s.client_field: parsed[n] for n, s in table.items() if s.client_field and n in parsed
+        s.client_field: values[n] for n, s in table.items() if s.client_field and n in values
     }
     try:
         client = ClientSettings(**fields)
     except ConfigurationError as exc:  # each value passed its check: a combination is wrong
         where = f'ZK_RECIPES["{alias}"]' if spelling is Spelling.DJANGO else f"{spelling.value}"
         raise ConfigurationError(f"{where} settings: {exc}") from None
-    prefix = parsed.get("prefix", default_prefix)
-    identifier = parsed.get("identifier")
-    own = {n: parsed.get(n, table[n].default) for n in table if n not in _CORE_NAMES}
+    prefix = values.get("prefix", default_prefix)
+    identifier = values.get("identifier")
+    own = {n: values.get(n, table[n].default) for n in table if n not in _CORE_NAMES}
     return RecipesConfig(
         client=client,
         prefix=str(prefix),

@@ -7,11 +7,24 @@ writes ``CELERY_ZK_RECIPES_HOSTS``. The core's reader (``read_settings`` with
 from the one table of settings; this module declares Celery's own settings to
 it (``_CELERY_SETTINGS``) and keeps ``zk_recipes_client_options``, a dict of
 ``ClientSettings`` fields that the settings of their own override.
+
+In a Django project one ``ZK_RECIPES`` serves both: when Django's settings
+are configured in this process, have ``ZK_RECIPES`` and Celery's
+configuration sets none of the client settings itself, the client settings
+and ``IDENTIFIER`` come from the alias ``zk_recipes_django_alias`` of
+``ZK_RECIPES``. The prefix stays Celery's (``/celery`` by default): the
+singleton and beat nodes must not move when a project starts sharing
+Django's settings, or running workers and beats on the old path would not
+exclude the new ones. Celery's own client settings, when it sets any, win
+entirely (no mixing of two ensembles' settings), and Django is never
+imported here: only a process that has already configured it shares it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +32,7 @@ from zk_recipes import (
     SETTINGS,
     ClientSettings,
     ConfigurationError,
+    RecipesConfig,
     Setting,
     Spelling,
     read_settings,
@@ -28,6 +42,14 @@ _EAGER_MODES = ("lock", "bypass")
 DEFAULT_PREFIX = "/celery"
 DEFAULT_SCHEDULER = "celery.beat:PersistentScheduler"
 _CLIENT_FIELDS = [f.name for f in dataclasses.fields(ClientSettings)]
+#: The core's settings a client is made from (``hosts``, ``namespace``, ...).
+_CLIENT_SETTINGS = tuple(s for s in SETTINGS if s.client_field)
+#: Stands in for ``hosts`` while we learn which settings Celery's configuration
+#: sets: the one required setting may yet come from Django. Never connected to.
+_HOSTS_STAND_IN = {"hosts": "hosts-from-django.invalid:2181"}
+_ALIAS_KEYS = "zk_recipes_django_alias (CELERY_ZK_RECIPES_DJANGO_ALIAS in Django's settings)"
+
+log = logging.getLogger("zk_recipes.celery")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +116,12 @@ def _check_on_start(value: object, text: bool) -> bool:
     return bool(value)
 
 
+def _django_alias(value: object, text: bool) -> str:
+    if not isinstance(value, str):
+        raise ConfigurationError(f"must be an alias of Django's ZK_RECIPES, got {value!r}")
+    return value
+
+
 #: Celery's own settings, beside the core's table (docs/settings.md lists both).
 _CELERY_SETTINGS: tuple[Setting, ...] = (
     Setting(
@@ -140,14 +168,101 @@ _CELERY_SETTINGS: tuple[Setting, ...] = (
         _check_on_start,
         False,
     ),
+    Setting(
+        "django_alias",
+        "str",
+        "default",
+        "The alias of Django's ZK_RECIPES whose client settings and IDENTIFIER Celery takes "
+        "when Django's settings are configured and Celery sets no client settings itself.",
+        _django_alias,
+        "celery",
+    ),
 )
 
 
 def read_config(conf: Mapping[str, Any], *, app_name: str | None = None) -> CeleryZkConfig:
-    """Build the configuration from Celery's ``app.conf``; raise ConfigurationError if wrong."""
-    config = read_settings(
-        conf, Spelling.CELERY, default_prefix=DEFAULT_PREFIX, extra=_CELERY_SETTINGS
+    """Build the configuration from Celery's ``app.conf``; raise ConfigurationError if wrong.
+
+    The client settings come from Django's ``ZK_RECIPES`` when Django's
+    settings are configured in this process, have it, and ``conf`` sets
+    none of them (see the module's docstring).
+    """
+    # Read first, every key and value checked: app.conf loads its source (Django's
+    # settings with config_from_object) on first use.
+    own = _read(conf, defaults=_HOSTS_STAND_IN)
+    own_keys = _client_keys(own)
+    django = _django_zk_recipes()
+    if django is not None and not own_keys:
+        config = _read(conf, defaults=_from_django(django, own.extra["django_alias"]))
+    else:
+        if django is not None:
+            log.info(
+                "zk-recipes: the Celery configuration sets client settings of its own (%s): "
+                "they win, Django's ZK_RECIPES is not read for Celery",
+                ", ".join(own_keys),
+            )
+        config = own if "hosts" in own.given else _read(conf)  # raises: hosts is not set
+    return _celery_config(config, app_name)
+
+
+def _read(
+    conf: Mapping[str, Any], *, defaults: Mapping[str, object] | None = None
+) -> RecipesConfig:
+    return read_settings(
+        conf,
+        Spelling.CELERY,
+        default_prefix=DEFAULT_PREFIX,
+        extra=_CELERY_SETTINGS,
+        defaults=defaults,
     )
+
+
+def _client_keys(config: RecipesConfig) -> list[str]:
+    """The client settings Celery's configuration sets, itself or in client_options."""
+    names = [s.name for s in _CLIENT_SETTINGS if s.name in config.given]
+    if config.extra["client_options"]:
+        names.append("client_options")
+    return [Spelling.CELERY.key(name) for name in names]
+
+
+def _django_zk_recipes() -> Any:
+    """Django's ``settings.ZK_RECIPES``, if Django's settings are configured in this process.
+
+    Never imports Django: a process that has not imported ``django.conf`` has no
+    Django settings to share, and Celery must run where Django is not installed.
+    """
+    module = sys.modules.get("django.conf")
+    settings = getattr(module, "settings", None)
+    if settings is None or not getattr(settings, "configured", False):
+        return None
+    return getattr(settings, "ZK_RECIPES", None)
+
+
+def _from_django(source: Any, alias: str) -> dict[str, object]:
+    """The client settings and IDENTIFIER of ``ZK_RECIPES[alias]``, by canonical name."""
+    if isinstance(source, Mapping) and alias not in source:
+        known = ", ".join(repr(a) for a in source) or "none"
+        raise ConfigurationError(
+            f"{_ALIAS_KEYS} is {alias!r}, but Django's ZK_RECIPES has no alias {alias!r}; "
+            f"known aliases: {known}. Set it to one of them, or give Celery client settings "
+            "of its own (zk_recipes_hosts, ...)"
+        )
+    try:
+        config = read_settings(source, Spelling.DJANGO, alias=alias)
+    except ConfigurationError as exc:
+        raise ConfigurationError(
+            f"{exc} (Celery takes its client settings from Django's ZK_RECIPES, "
+            "as its own configuration sets none)"
+        ) from None
+    values: dict[str, object] = {
+        s.name: getattr(config.client, str(s.client_field)) for s in _CLIENT_SETTINGS
+    }
+    if config.identifier is not None:
+        values["identifier"] = config.identifier
+    return values
+
+
+def _celery_config(config: RecipesConfig, app_name: str | None) -> CeleryZkConfig:
     options: dict[str, Any] = config.extra["client_options"]
     client = config.client
     if options:
