@@ -140,12 +140,16 @@ def admin_page() -> None:
     staff = User.objects.create_user("ops", password="demo", is_staff=True)
     browser = Client()
     browser.force_login(staff)
-    lock = Lock(zk_recipes_django.get_client(), lock_path("nightly-export"), identifier="export job")
+    lock = Lock(
+        zk_recipes_django.get_client(), lock_path("nightly-export"), identifier="export job"
+    )
     with lock:
         page = browser.get("/admin/zk_recipes/status/").content.decode()
-    print(f"   the page lists the held lock: {lock_path('nightly-export') in page and 'export job' in page}")
+    listed = lock_path("nightly-export") in page and "export job" in page
+    print(f"   the page lists the held lock: {listed}")
     anonymous = Client().get("/admin/zk_recipes/status/")
-    print(f"   an anonymous visitor is sent to log in: {anonymous.status_code} -> {anonymous['Location']}")
+    where = anonymous["Location"]
+    print(f"   an anonymous visitor is sent to log in: {anonymous.status_code} -> {where}")
 
 
 def celery_task() -> None:
@@ -153,7 +157,8 @@ def celery_task() -> None:
     from invoices.tasks import sync_customer
 
     result = sync_customer.delay("acme").get()
-    print(f"   sync_customer('acme') ran under {result['lock']} in namespace /shop, token {result['fencing_token']}")
+    lock, token = result["lock"], result["fencing_token"]
+    print(f"   sync_customer('acme') ran under {lock} in namespace /shop, token {token}")
 
 
 def main() -> None:
@@ -178,7 +183,8 @@ def main() -> None:
         Invoice.objects.create(pk=42, customer="acme")
         clicks(env)
         invoice = Invoice.objects.get(pk=42)
-        print(f"   invoice 42 was sent {invoice.sent_count} times, last under token {invoice.sent_token}")
+        sent, token = invoice.sent_count, invoice.sent_token
+        print(f"   invoice 42 was sent {sent} times, last under token {token}")
         cron(env)
         admin_page()
         celery_task()

@@ -5,6 +5,8 @@ process on every host; a second click while the first send runs gets 423
 Locked at once. The fencing token is stored with the send, so a write made
 under an older lock (a process paused past its session) can be refused.
 """
+# Django is untyped here: its decorators return Any.
+# mypy: disallow-untyped-decorators=False
 
 from __future__ import annotations
 

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import path
-
 from invoices import views
 
 urlpatterns = [

@@ -16,7 +16,7 @@ from invoices.models import Invoice
 from zk_recipes_django import LockedCommandMixin
 
 
-class Command(LockedCommandMixin, BaseCommand):
+class Command(LockedCommandMixin, BaseCommand):  # type: ignore[misc]
     help = "Remind every customer of their unpaid invoices (one host at a time)."
     lock_name = "send-reminders"
 
