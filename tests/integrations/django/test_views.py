@@ -34,7 +34,7 @@ from zk_recipes import (
 )
 from zk_recipes.testing import expire_session
 from zk_recipes.testing.pytest_plugin import ClientFactory
-from zk_recipes_django import current_lock, locked, zk_lock
+from zk_recipes_django import _settings, current_lock, locked, zk_lock
 
 LOCKS = "/zk-recipes/locks"
 WAIT = 10.0
@@ -294,6 +294,12 @@ def test_functions_taking_kwargs_are_checked_when_called(zk_settings: dict[str, 
     assert job(kind="nightly") == f"{LOCKS}/job-nightly"
     with pytest.raises(ConfigurationError, match=r"job-\{kind\}"):
         job(other=1)
+
+
+def test_decorated_views_note_their_alias_for_the_system_checks() -> None:
+    places = _settings.uses()["default"]
+    assert f"{views.__name__}.invoice" in places
+    assert f"{views.__name__}.async_wait" in places
 
 
 # -- on_busy --------------------------------------------------------------------------
