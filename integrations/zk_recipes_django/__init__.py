@@ -1,4 +1,4 @@
-"""zk-recipes for Django: settings, system checks, ``manage.py zklock`` and friends.
+"""zk-recipes for Django: settings, system checks, ``manage.py zklock``, ``@zk_lock`` and friends.
 
 ::
 
@@ -28,6 +28,7 @@ from zk_recipes_django._settings import (
     aliases,
     config,
 )
+from zk_recipes_django.locking import current_lock, locked, zk_lock
 
 __all__ = [
     "DEFAULT_ALIAS",
@@ -38,5 +39,8 @@ __all__ = [
     "close_all",
     "config",
     "current_client",
+    "current_lock",
     "get_client",
+    "locked",
+    "zk_lock",
 ]

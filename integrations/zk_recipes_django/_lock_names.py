@@ -1,0 +1,101 @@
+"""Lock names of ``@zk_lock``: ``str.format`` templates over the function's parameters.
+
+``"invoice-{pk}"`` on ``def view(request, pk)``: the fields are checked
+against the signature when decorating (unless the function takes
+``**kwargs``) and filled from each call's arguments. Each value is
+percent-quoted into one node name segment (``quote(str(value), safe="")``), so
+a "/" from a URL never reaches out of the lock directory, and a value of dots
+alone is quoted too ("." and ".." are not node names).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import string
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from zk_recipes import ConfigurationError
+
+_FIELD_ROOT = re.compile(r"[.\[]")  # "{obj.id}" and "{ids[0]}" start with a parameter
+
+
+class NameTemplate:
+    """A lock name template over a function's parameters, checked once."""
+
+    def __init__(self, text: str, func: Callable[..., Any], where: str) -> None:
+        self.text = text
+        self._where = where
+        self.fields = _fields(text, where)
+        self._signature: inspect.Signature | None = None
+        if not self.fields:
+            return
+        # method_decorator hands over partial(bound method) made to look like the
+        # function, self included; calls bind to the partial's own signature.
+        follow = not isinstance(func, functools.partial)
+        signature = inspect.signature(func, follow_wrapped=follow)
+        self._signature = signature
+        params = signature.parameters
+        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            return
+        for field in self.fields:
+            if field not in params:
+                raise ConfigurationError(
+                    f"lock name {text!r} of {where} uses {{{field}}}, which is not one of its "
+                    f"parameters ({', '.join(params) or 'none'})"
+                )
+
+    def render(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+        if self._signature is None:
+            return self.text
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        for param in self._signature.parameters.values():
+            if param.kind is param.VAR_KEYWORD:
+                values.update(values.pop(param.name, {}))
+        try:
+            return _QUOTING.vformat(self.text, (), values)
+        except (KeyError, AttributeError, IndexError, TypeError) as exc:
+            raise ConfigurationError(
+                f"lock name {self.text!r} of {self._where}: cannot fill it from this call's "
+                f"arguments ({', '.join(values) or 'none'}): {exc!r}"
+            ) from None
+
+
+def _fields(text: str, where: str) -> list[str]:
+    """The parameter names a template's fields start with (nested ones too)."""
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"lock name {text!r} of {where} is not a str.format template: {exc}"
+        ) from None
+    found: list[str] = []
+    for _literal, field, spec, _conversion in parsed:
+        if field is None:
+            continue
+        root = _FIELD_ROOT.split(field, maxsplit=1)[0]
+        if not root or root.isdigit():
+            raise ConfigurationError(
+                f"lock name {text!r} of {where}: name a parameter in each field, like "
+                f"{{pk}}, not {{{field}}}"
+            )
+        found.append(root)
+        if spec:
+            found.extend(_fields(spec, where))
+    return found
+
+
+class _QuotingFormatter(string.Formatter):
+    """Formats each value into one znode name segment: no "/", never "." or ".."."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        text = quote(format(value, format_spec), safe="")
+        return text.replace(".", "%2E") if text and not text.strip(".") else text
+
+
+_QUOTING = _QuotingFormatter()
