@@ -157,8 +157,8 @@ def celery_task() -> None:
     from invoices.tasks import sync_customer
 
     result = sync_customer.delay("acme").get()
-    lock, token = result["lock"], result["fencing_token"]
-    print(f"   sync_customer('acme') ran under {lock} in namespace /shop, token {token}")
+    where, token = result["lock"].rsplit("/", 1)[0], result["fencing_token"]
+    print(f"   sync_customer('acme') ran under {where}/<key> in namespace /shop, token {token}")
 
 
 def main() -> None:
@@ -188,9 +188,11 @@ def main() -> None:
         cron(env)
         admin_page()
         celery_task()
+        import zk_recipes_celery
         import zk_recipes_django
 
         zk_recipes_django.close_all()
+        zk_recipes_celery.close_clients()
     print("django demo finished")
 
 

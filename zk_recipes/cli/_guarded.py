@@ -308,14 +308,14 @@ def _wait_for(
 
     # The owner data names this thread: that is how the feedback finds our node in line.
     thread = threading.Thread(target=run, name=_WAIT_THREAD, daemon=True)
-    cancelled = False
     with reporter:
         thread.start()
         while thread.is_alive():
-            if relay.first is not None and not cancelled:
+            if relay.first is not None:
+                # Again on every turn: a cancel() ends only an acquire already
+                # waiting, and the thread may not have reached its wait yet.
                 cancel()
-                cancelled = True
-            wake.wait(0.2)
+            wake.wait(0.05 if relay.first is not None else 0.2)
             wake.clear()
     thread.join()
     return result[0]
