@@ -1,8 +1,12 @@
-"""zk-recipes for Flask.
+"""zk-recipes for Flask: ``ZkRecipes(app)``, ``flask zk ...``, locked views, a status blueprint.
 
-Only the import guard lives here so far; the integration itself lands with
-its own issue. Importing this package without Flask installed fails at once
-with the command that fixes it.
+::
+
+    app.config["ZK_RECIPES_HOSTS"] = "zk1:2181,zk2:2181,zk3:2181"
+    zk = ZkRecipes(app)          # or zk = ZkRecipes(); zk.init_app(app) in a factory
+
+One ZooKeeper session per (app, process), made on first use, new after a
+fork, closed at exit (``_extension``). See docs/integrations/flask.md.
 """
 
 from __future__ import annotations
@@ -14,4 +18,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "zk_recipes_flask needs Flask: install it with pip install 'zk-recipes[flask]'"
     ) from exc
 
-__all__: list[str] = []
+from zk_recipes_flask._extension import ZkRecipes
+
+__all__ = ["ZkRecipes"]

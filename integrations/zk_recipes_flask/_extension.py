@@ -1,0 +1,153 @@
+"""``ZkRecipes``: the Flask extension, in flask-sqlalchemy's shape.
+
+- ``ZkRecipes(app)`` or ``zk = ZkRecipes()`` then ``zk.init_app(app)`` in an
+  app factory. Constructor options are defaults by canonical name
+  (``ZkRecipes(hosts=..., session_timeout=...)``); the app's config
+  (``ZK_RECIPES_HOSTS``, ...; docs/settings.md) beats them.
+- State lives in ``app.extensions["zk_recipes"]``, never on the extension,
+  so one extension serves several apps (each with its own settings and
+  client).
+- One client per (app, process), made on first use (``ProcessClient``: after
+  a fork a worker makes its own, never touching the parent's session), kept
+  for the process's life and closed at exit. Never one session per request:
+  a session handshake per request is slow, and ephemeral nodes would not
+  outlive the request.
+- ``init_app`` reads and checks the settings (no I/O), so a typo fails the
+  app's start, not its first request.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from flask import Flask, current_app, has_app_context
+
+from zk_recipes import (
+    SETTINGS,
+    ConfigurationError,
+    ProcessClient,
+    RecipesConfig,
+    RecipeUsageError,
+    Spelling,
+    ZkClient,
+    read_settings,
+)
+
+EXTENSION_KEY = "zk_recipes"
+DEFAULT_PREFIX = "/zk-recipes"
+_TABLE = {setting.name: setting for setting in SETTINGS}
+
+
+@dataclasses.dataclass
+class AppState:
+    """What one app keeps in ``app.extensions["zk_recipes"]``."""
+
+    extension: ZkRecipes
+    config: RecipesConfig
+    clients: ProcessClient
+
+
+class ZkRecipes:
+    """ZooKeeper for Flask apps: ``zk = ZkRecipes(app)`` or ``zk.init_app(app)``."""
+
+    def __init__(self, app: Flask | None = None, **options: Any) -> None:
+        self._defaults = _parse_options(options)
+        if app is not None:
+            self.init_app(app)
+
+    def init_app(self, app: Flask) -> None:
+        """Read the app's ``ZK_RECIPES_*`` config, register the state and ``flask zk``."""
+        if EXTENSION_KEY in app.extensions:
+            raise RecipeUsageError(
+                f"ZkRecipes is already initialised for the app {app.name!r}: call init_app "
+                "once per app"
+            )
+        config = read_settings(
+            app.config, Spelling.FLASK, default_prefix=DEFAULT_PREFIX, defaults=self._defaults
+        )
+        clients = ProcessClient(config.client)
+        app.extensions[EXTENSION_KEY] = AppState(self, config, clients)
+        from zk_recipes_flask._cli import zk_group
+
+        if "zk" not in app.cli.commands:
+            app.cli.add_command(zk_group)
+
+    # -- for code running in an app context ------------------------------------
+    @property
+    def client(self) -> ZkClient:
+        """The current app's connected client (made and started on first use)."""
+        return self.get_client()
+
+    def get_client(self, app: Flask | None = None, timeout: float | None = None) -> ZkClient:
+        """The connected client of ``app`` (default: ``current_app``) in this process.
+
+        Waits up to ``timeout`` (default: ``ZK_RECIPES_CONNECTION_TIMEOUT``);
+        ``ConnectTimeoutError`` names the ensemble when it cannot connect.
+        """
+        return self.state(app).clients.get(timeout)
+
+    def config(self, app: Flask | None = None) -> RecipesConfig:
+        """The checked settings of ``app`` (default: ``current_app``)."""
+        return self.state(app).config
+
+    def close(self, app: Flask | None = None) -> None:
+        """Close ``app``'s client in this process (its ephemeral nodes go at once)."""
+        self.state(app).clients.close()
+
+    def state(self, app: Flask | None = None) -> AppState:
+        """The app's state; a fix-it error when there is no app or no ``init_app``."""
+        if app is None:
+            if not has_app_context():
+                raise RecipeUsageError(
+                    "no app context: use zk.client inside a request, a CLI command or "
+                    "`with app.app_context():`, or pass the app: zk.get_client(app)"
+                )
+            app = current_app._get_current_object()  # type: ignore[attr-defined]
+        state = app.extensions.get(EXTENSION_KEY)
+        if state is None:
+            raise RecipeUsageError(
+                f"ZkRecipes was not initialised for the app {app.name!r}: call zk.init_app(app)"
+            )
+        if state.extension is not self:
+            raise RecipeUsageError(
+                f"the app {app.name!r} was initialised by another ZkRecipes instance: use that "
+                "one, or init_app this one on another app"
+            )
+        assert isinstance(state, AppState)
+        return state
+
+
+def state_of(app: Flask | None = None) -> AppState:
+    """The state of ``app`` (default: ``current_app``) whichever extension made it."""
+    if app is None:
+        if not has_app_context():
+            raise RecipeUsageError("no app context: run inside `with app.app_context():`")
+        app = current_app._get_current_object()  # type: ignore[attr-defined]
+    state = app.extensions.get(EXTENSION_KEY)
+    if not isinstance(state, AppState):
+        raise RecipeUsageError(
+            f"ZkRecipes was not initialised for the app {app.name!r}: call zk.init_app(app)"
+        )
+    return state
+
+
+def _parse_options(options: dict[str, Any]) -> dict[str, object]:
+    """Constructor options by canonical name, checked now: a typo fails at import."""
+    parsed: dict[str, object] = {}
+    for name, value in options.items():
+        setting = _TABLE.get(name)
+        if setting is None:
+            known = ", ".join(sorted(_TABLE))
+            raise ConfigurationError(
+                f"ZkRecipes({name}=...) is not a setting; the settings: {known}"
+            )
+        if value is None:
+            continue
+        try:
+            parsed[name] = setting.parse(value, False)
+        except ConfigurationError as exc:
+            raise ConfigurationError(
+                f"ZkRecipes({name}=...): {exc}; for example ZkRecipes({name}={setting.example!r})"
+            ) from None
+    return parsed
