@@ -18,6 +18,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "zk_recipes_flask needs Flask: install it with pip install 'zk-recipes[flask]'"
     ) from exc
 
-from zk_recipes_flask._extension import ZkRecipes
+from zk_recipes_flask._extension import ZkRecipes, close_all
 
-__all__ = ["ZkRecipes"]
+__all__ = ["ZkRecipes", "close_all"]

@@ -19,6 +19,8 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
+import weakref
 from typing import Any
 
 from flask import Flask, current_app, has_app_context
@@ -37,6 +39,9 @@ from zk_recipes import (
 EXTENSION_KEY = "zk_recipes"
 DEFAULT_PREFIX = "/zk-recipes"
 _TABLE = {setting.name: setting for setting in SETTINGS}
+#: Every app's ProcessClient, for ``close_all()`` (a gunicorn ``worker_exit`` hook).
+_all_clients: weakref.WeakSet[ProcessClient] = weakref.WeakSet()
+_all_lock = threading.Lock()
 
 
 @dataclasses.dataclass
@@ -67,6 +72,8 @@ class ZkRecipes:
             app.config, Spelling.FLASK, default_prefix=DEFAULT_PREFIX, defaults=self._defaults
         )
         clients = ProcessClient(config.client)
+        with _all_lock:
+            _all_clients.add(clients)
         app.extensions[EXTENSION_KEY] = AppState(self, config, clients)
         from zk_recipes_flask._cli import zk_group
 
@@ -116,6 +123,18 @@ class ZkRecipes:
             )
         assert isinstance(state, AppState)
         return state
+
+
+def close_all() -> None:
+    """Close every app's client in this process (their ephemeral nodes go at once).
+
+    For servers that end a worker without running ``atexit`` hooks, e.g. in
+    gunicorn's ``worker_exit``. The next use opens a new session.
+    """
+    with _all_lock:
+        clients = list(_all_clients)
+    for clients_of_app in clients:
+        clients_of_app.close()
 
 
 def state_of(app: Flask | None = None) -> AppState:
