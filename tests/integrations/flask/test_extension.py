@@ -89,7 +89,7 @@ def test_missing_init_app_and_missing_app_context_say_the_fix() -> None:
 def test_init_app_checks_the_settings_without_connecting() -> None:
     app = Flask("typo")
     app.config.update(ZK_RECIPES_HOSTS="127.0.0.1:1", ZK_RECIPES_SESION_TIMEOUT=5)
-    with pytest.raises(ConfigurationError, match="did you mean .ZK_RECIPES_SESSION_TIMEOUT"):
+    with pytest.raises(ConfigurationError, match=r"did you mean 'ZK_RECIPES_SESSION_TIMEOUT'"):
         ZkRecipes(app)
     app = Flask("nohosts")
     with pytest.raises(ConfigurationError, match=r"app.config\['ZK_RECIPES_HOSTS'\]"):
