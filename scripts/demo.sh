@@ -22,3 +22,6 @@ echo "== 5. The zk-recipes command: a cron job guarded on three hosts, a deploy'
 echo
 echo "== 6. Django: zklock around migrate on three pods, a locked view, a locked cron command, the admin page, Celery on the same settings"
 .venv/bin/python example_projects/django_site/django_demo.py
+echo
+echo "== 7. Flask: flask zk lock guarding a CLI task on three hosts, a locked view, the status blueprint"
+.venv/bin/python example_projects/flask_app/flask_demo.py
