@@ -330,3 +330,11 @@ def test_server_runs_a_throwaway_zookeeper_until_ctrl_c(cleanup: list[_Cli]) -> 
     assert code == 0, err
     assert "stopped" in out
     assert not data_dir.exists()
+
+
+def test_importing_the_engine_does_not_import_click(cli_env: dict[str, str]) -> None:
+    code = "import sys, zk_recipes.cli; print('click' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=cli_env, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"

@@ -2,7 +2,8 @@
 
 Plain functions that return exit codes (``ExitCode``), shared by every face:
 the ``zk-recipes`` command (``main``, on click), Django's ``manage.py zklock``
-/ ``zkleader`` / ``zkstatus`` and Flask's ``flask zk ...``::
+/ ``zkleader`` / ``zkstatus`` and Flask's ``flask zk ...`` (the same click
+commands as ``zk-recipes``, added by ``add_click_commands``)::
 
     from zk_recipes import ZkClient
     from zk_recipes.cli import run_locked
@@ -10,12 +11,14 @@ the ``zk-recipes`` command (``main``, on click), Django's ``manage.py zklock``
     with ZkClient("zk1:2181") as client:
         code = run_locked(client, "db-migrate", ["./manage.py", "migrate"], timeout=600)
 
-Importing this module does not import click; ``main()`` does. See docs/cli.md.
+Importing this module does not import click; ``main()`` and
+``add_click_commands()`` do. See docs/cli.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from zk_recipes.cli._exit_codes import (
     ExitCode as ExitCode,
@@ -38,6 +41,11 @@ from zk_recipes.cli._reports import (
     status as status,
 )
 
+if TYPE_CHECKING:
+    import click
+
+    from zk_recipes import RecipesConfig
+
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The ``zk-recipes`` console script (and ``python -m zk_recipes``)."""
@@ -46,10 +54,36 @@ def main(argv: Sequence[str] | None = None) -> None:
     cli.main(args=list(argv) if argv is not None else None, prog_name="zk-recipes")
 
 
+def add_click_commands(
+    group: click.Group,
+    config_of: Callable[[click.Context], RecipesConfig],
+    *,
+    prog: str,
+    default_prefix: str = DEFAULT_PREFIX,
+    decorate: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None,
+) -> None:
+    """Add ``zk-recipes``'s lock, leader, holders and status commands to a click group.
+
+    For a framework's command line (``flask zk``): the same options, help,
+    behaviour and exit codes, on the framework's settings. ``config_of(ctx)``
+    returns them for one command (a ``ConfigurationError`` it raises exits
+    with ``ExitCode.CONFIG``); each command connects a client of its own
+    (``ExitCode.UNAVAILABLE`` when it cannot within the connection timeout)
+    and closes it at the end. ``prog`` is how the help's examples call the
+    group; ``{EXIT_CODES}``, ``{PREFIX}`` (``default_prefix``) and ``{PROG}``
+    in the group's help are filled in. ``decorate`` wraps each command's
+    callback (Flask's ``with_appcontext``).
+    """
+    from zk_recipes.cli._click_commands import add_click_commands as add
+
+    add(group, config_of, prog=prog, default_prefix=default_prefix, decorate=decorate)
+
+
 __all__ = [
     "DEFAULT_PREFIX",
     "ExitCode",
     "Interrupted",
+    "add_click_commands",
     "connection_report",
     "default_grace",
     "holders",

@@ -1,0 +1,271 @@
+"""The click commands every command line shares: lock, leader, holders, status.
+
+Built once, by ``add_click_commands(group, config_of, ...)``, and added to the
+``zk-recipes`` group (settings from the environment and ``--hosts`` /
+``--namespace``) and to Flask's ``flask zk`` (the current app's settings). A
+face gives only where the settings come from: ``config_of(ctx)`` returns a
+``RecipesConfig``, or raises ``ConfigurationError`` (exit ``CONFIG`` with its
+message). The rest is the same everywhere: each command makes a client of its
+own from ``config.client``, connects within the connection timeout
+(``UNAVAILABLE`` otherwise), and closes it on the way out, so its nodes go at
+once; the work is the engine's (``run_locked``, ``run_as_leader``,
+``holders``, ``status``), and so are the exit codes.
+
+The help texts name their facts, ``{LOST}``, ``{PREFIX}``, ``{PROG}``, and
+take them from the one table (``ExitCode``) and the face's defaults, the
+group's own help included (``{EXIT_CODES}`` there is the summary line).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from zk_recipes import ConfigurationError, ConnectTimeoutError, RecipesConfig, ZkClient
+from zk_recipes.cli._exit_codes import ExitCode
+from zk_recipes.cli._guarded import DEFAULT_PREFIX, run_as_leader, run_locked
+from zk_recipes.cli._reports import holders as print_holders, status as print_status
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+#: How a face reads its settings for one command.
+ConfigOf = Callable[[click.Context], RecipesConfig]
+CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+_EXIT_CODES = """\b
+Exit codes of lock and leader: the command's own status when it ran;
+  {BUSY} busy (--no-wait), {TIMED_OUT} timed out, {LOST} lost while running (command stopped),
+  {UNAVAILABLE} ZooKeeper unreachable, {CONFIG} bad settings, {USAGE} usage. See docs/cli.md."""
+
+
+def facts(prog: str, default_prefix: str = DEFAULT_PREFIX) -> dict[str, object]:
+    """What the help texts say: the exit codes by name, the prefix, the program's name."""
+    codes: dict[str, object] = {code.name: int(code) for code in ExitCode}
+    return codes | {
+        "PREFIX": default_prefix,
+        "PROG": prog,
+        "EXIT_CODES": _EXIT_CODES.format(**codes),
+    }
+
+
+def fail(code: int, message: str) -> NoReturn:
+    """Say why on stderr and exit with ``code``."""
+    click.echo(f"zk-recipes: {message}", err=True)
+    sys.exit(code)
+
+
+@contextlib.contextmanager
+def connected(config_of: ConfigOf, ctx: click.Context) -> Iterator[tuple[ZkClient, RecipesConfig]]:
+    """A started client of the face's settings, closed on the way out; exits on failure."""
+    try:
+        config = config_of(ctx)
+    except ConfigurationError as exc:
+        fail(ExitCode.CONFIG, str(exc))
+    client = ZkClient(settings=config.client)
+    try:
+        try:
+            client.start()
+        except ConnectTimeoutError as exc:
+            fail(ExitCode.UNAVAILABLE, f"ZooKeeper is unreachable: {exc}")
+        except ConfigurationError as exc:  # the server refused the credentials
+            fail(ExitCode.CONFIG, str(exc))
+        yield client, config
+    finally:
+        client.close()
+
+
+_wait_options: list[Callable[[Any], Any]] = [
+    click.option(
+        "--no-wait",
+        is_flag=True,
+        help=f"Give up at once if somebody else holds it (exit {ExitCode.BUSY:d}).",
+    ),
+    click.option(
+        "--timeout",
+        type=click.FloatRange(min=0),
+        metavar="SECONDS",
+        help=f"Give up after waiting this long (exit {ExitCode.TIMED_OUT:d}). "
+        "Default: wait as long as it takes.",
+    ),
+]
+_run_options: list[Callable[[Any], Any]] = [
+    click.option(
+        "--grace",
+        type=click.FloatRange(min=0),
+        metavar="SECONDS",
+        help="After a loss: SIGTERM, then SIGKILL after this long. Default: the margin "
+        "simulated expiry leaves, (1 - simulated_expiry_fraction) x session timeout.",
+    ),
+    click.option(
+        "--id",
+        "identifier",
+        metavar="TEXT",
+        help="What holders shows as this holder's id. Default: the command line.",
+    ),
+]
+_json_option = click.option(
+    "--json", "as_json", is_flag=True, help="One JSON document, for programs."
+)
+
+
+def _with(options: list[Callable[[_F], _F]]) -> Callable[[_F], _F]:
+    """Apply a shared list of click options, in order."""
+
+    def decorate(function: _F) -> _F:
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return decorate
+
+
+def add_click_commands(
+    group: click.Group,
+    config_of: ConfigOf,
+    *,
+    prog: str,
+    default_prefix: str = DEFAULT_PREFIX,
+    decorate: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None,
+) -> None:
+    """Add lock, leader, holders and status to ``group``; fill the facts into its help.
+
+    ``prog`` is how the help's examples call the group (``zk-recipes``,
+    ``flask zk``); ``decorate`` wraps each command's callback (Flask's
+    ``with_appcontext``).
+    """
+    filled = facts(prog, default_prefix)
+
+    def add(function: Callable[..., Any]) -> click.Command:
+        function.__doc__ = (function.__doc__ or "").format(**filled)
+        made = click.command(context_settings=CONTEXT)(function)
+        if decorate is not None and made.callback is not None:
+            made.callback = decorate(made.callback)
+        group.add_command(made)
+        return made
+
+    @add
+    @click.argument("name")
+    @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+    @_with(_wait_options + _run_options)
+    @click.pass_context
+    def lock(
+        ctx: click.Context,
+        name: str,
+        command: tuple[str, ...],
+        no_wait: bool,
+        timeout: float | None,
+        grace: float | None,
+        identifier: str | None,
+    ) -> None:
+        """Run COMMAND while holding the lock NAME.
+
+        \b
+        One process at a time, on any host, runs COMMAND; the others wait their
+        turn (or give up, with --no-wait / --timeout). The lock is released as soon
+        as COMMAND ends. If the lock is lost while COMMAND runs (the session
+        expired), COMMAND gets SIGTERM, then SIGKILL, and the exit code is {LOST}.
+        SIGINT, SIGTERM and SIGHUP are passed on to COMMAND. NAME is a name
+        (a node under {PREFIX}/locks/, ZK_RECIPES_PREFIX moves it) or an absolute path.
+
+        \b
+        Examples:
+          {PROG} lock db-migrate -- ./migrate.sh
+          {PROG} lock --no-wait backup -- sh -c 'pg_dump app > /backup/app.sql'
+          {PROG} lock --timeout 60 deploy -- ./deploy.sh
+        """
+        if no_wait and timeout is not None:
+            raise click.UsageError("give either --no-wait or --timeout, not both")
+        with connected(config_of, ctx) as (client, config):
+            code = run_locked(
+                client,
+                name,
+                command,
+                wait=not no_wait,
+                timeout=timeout,
+                grace=grace,
+                prefix=config.prefix,
+                identifier=identifier or config.identifier,
+            )
+        sys.exit(code)
+
+    @add
+    @click.argument("name")
+    @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+    @click.option(
+        "--rejoin",
+        is_flag=True,
+        help=f"After losing leadership, stand by again instead of exiting with {ExitCode.LOST:d}.",
+    )
+    @_with(_run_options)
+    @click.pass_context
+    def leader(
+        ctx: click.Context,
+        name: str,
+        command: tuple[str, ...],
+        rejoin: bool,
+        grace: float | None,
+        identifier: str | None,
+    ) -> None:
+        """Stand by for leadership of NAME; run COMMAND only while leader (cold standby).
+
+        \b
+        Start it on several hosts: one runs COMMAND, the others wait. If the
+        leader's process dies (even kill -9), a standby takes over within the
+        session timeout. If leadership is lost while COMMAND runs, COMMAND gets
+        SIGTERM, then SIGKILL, and the exit code is {LOST} (or, with --rejoin, this
+        process stands by again). NAME is a name (under {PREFIX}/leaders/) or
+        an absolute path; Curator LeaderLatches on the same path take part.
+
+        \b
+        Examples:
+          {PROG} leader beat -- celery -A proj beat
+          {PROG} leader --rejoin consumer -- ./consume.py
+        """
+        with connected(config_of, ctx) as (client, config):
+            code = run_as_leader(
+                client,
+                name,
+                command,
+                rejoin=rejoin,
+                grace=grace,
+                prefix=config.prefix,
+                identifier=identifier or config.identifier,
+            )
+        sys.exit(code)
+
+    @add
+    @click.argument("path", default="/")
+    @_json_option
+    @click.pass_context
+    def holders(ctx: click.Context, path: str, as_json: bool) -> None:
+        """Show every lock, lease and election under PATH: holders, then the queue in order.
+
+        \b
+        Reads our nodes (host, pid, id, since) and Curator's (data shown as it is).
+        Examples:
+          {PROG} holders
+          {PROG} holders {PREFIX}/locks --json | jq '.[].holders[].pid'
+        """
+        with connected(config_of, ctx) as (client, _config):
+            code = print_holders(client, path, as_json=as_json)
+        sys.exit(code)
+
+    @add
+    @_json_option
+    @click.pass_context
+    def status(ctx: click.Context, as_json: bool) -> None:
+        """Connect, and show the connection, session and server (version and mode).
+
+        The server's version and mode come from its ``srvr`` four-letter word
+        where its 4lw.commands.whitelist allows it. Exit 0 when connected, {UNAVAILABLE} when
+        ZooKeeper cannot be reached.
+        """
+        with connected(config_of, ctx) as (client, _config):
+            code = print_status(client, as_json=as_json)
+        sys.exit(code)
+
+    if group.help:
+        group.help = group.help.format(**filled)
