@@ -10,13 +10,24 @@ the ``zk-recipes`` command (``main``, on click), Django's ``manage.py zklock``
     with ZkClient("zk1:2181") as client:
         code = run_locked(client, "db-migrate", ["./manage.py", "migrate"], timeout=600)
 
-Importing this module does not import click; ``main()`` does. See docs/cli.md.
+The frameworks' lock decorators share their machinery here too: a lock name
+template over a function's parameters (``LockNameTemplate``) and one call's
+lock, taken on the calling thread or, for async code, on a thread of its own
+(``LockTarget``, ``release_lock_async``), on the same ``lock_path`` as
+``zk-recipes lock NAME``.
+
+Importing this module imports neither click nor any web framework; ``main()``
+imports click. See docs/cli.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from zk_recipes.cli._acquiring import (
+    LockTarget as LockTarget,
+    release_lock_async as release_lock_async,
+)
 from zk_recipes.cli._exit_codes import (
     ExitCode as ExitCode,
 )
@@ -30,6 +41,9 @@ from zk_recipes.cli._guarded import (
 )
 from zk_recipes.cli._in_process import (
     Interrupted as Interrupted,
+)
+from zk_recipes.cli._lock_names import (
+    LockNameTemplate as LockNameTemplate,
 )
 from zk_recipes.cli._reports import (
     connection_report as connection_report,
@@ -50,12 +64,15 @@ __all__ = [
     "DEFAULT_PREFIX",
     "ExitCode",
     "Interrupted",
+    "LockNameTemplate",
+    "LockTarget",
     "connection_report",
     "default_grace",
     "holders",
     "leader_path",
     "lock_path",
     "main",
+    "release_lock_async",
     "run_as_leader",
     "run_locked",
     "server_info",
