@@ -14,7 +14,8 @@ The frameworks' lock decorators share their machinery here too: a lock name
 template over a function's parameters (``LockNameTemplate``) and one call's
 lock, taken on the calling thread or, for async code, on a thread of its own
 (``LockTarget``, ``release_lock_async``), on the same ``lock_path`` as
-``zk-recipes lock NAME``.
+``zk-recipes lock NAME``; and their status pages the rows they show
+(``connection_rows``, ``recipe_rows``).
 
 Importing this module imports neither click nor any web framework; ``main()``
 imports click. See docs/cli.md.
@@ -45,6 +46,13 @@ from zk_recipes.cli._in_process import (
 from zk_recipes.cli._lock_names import (
     LockNameTemplate as LockNameTemplate,
 )
+from zk_recipes.cli._pages import (
+    NodeRow as NodeRow,
+    RecipeRow as RecipeRow,
+    connection_rows as connection_rows,
+    recipe_rows as recipe_rows,
+    spaced_hosts as spaced_hosts,
+)
 from zk_recipes.cli._reports import (
     connection_report as connection_report,
     holders as holders,
@@ -66,15 +74,20 @@ __all__ = [
     "Interrupted",
     "LockNameTemplate",
     "LockTarget",
+    "NodeRow",
+    "RecipeRow",
     "connection_report",
+    "connection_rows",
     "default_grace",
     "holders",
     "leader_path",
     "lock_path",
     "main",
+    "recipe_rows",
     "release_lock_async",
     "run_as_leader",
     "run_locked",
     "server_info",
+    "spaced_hosts",
     "status",
 ]
