@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-from flask import Flask, current_app, has_app_context
+from flask import Blueprint, Flask, current_app, has_app_context
 
 from zk_recipes import (
     SETTINGS,
@@ -33,10 +33,11 @@ from zk_recipes import (
     RecipesConfig,
     RecipeUsageError,
     Spelling,
+    WrongTypeError,
     ZkClient,
     read_settings,
 )
-from zk_recipes_flask import _locking
+from zk_recipes_flask import _locking, _status
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -153,6 +154,23 @@ class ZkRecipes:
     def current_lock() -> Lock:
         """The innermost lock held by ``@zk.locked`` or ``zk.lock()`` in this thread or task."""
         return _locking.current_lock()
+
+    # -- the status blueprint ------------------------------------------------------
+    def status_blueprint(self, name: str = "zk_recipes_status") -> Blueprint:
+        """A new Blueprint with ``GET /health`` (JSON) and ``GET /`` (a status page).
+
+        ``app.register_blueprint(zk.status_blueprint(), url_prefix="/zk")``.
+        Each call makes a new Blueprint, for each app this extension serves;
+        its endpoints are ``<name>.health`` and ``<name>.index``. Health
+        answers at once: 200 while connected (READ_ONLY included), 503 while
+        SUSPENDED, LOST or connecting. See docs/integrations/flask.md.
+        """
+        if not isinstance(name, str) or not name or "." in name:
+            raise WrongTypeError(
+                f"name must be a blueprint name without dots, like 'zk_recipes_status', "
+                f"got {name!r}"
+            )
+        return _status.status_blueprint(self, name)
 
     def state(self, app: Flask | None = None) -> AppState:
         """The app's state; a fix-it error when there is no app or no ``init_app``."""
