@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from flask import g, has_app_context, has_request_context
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, default_exceptions
 
 from zk_recipes import Lock, LockTimeout, RecipeUsageError, WrongTypeError
 from zk_recipes.cli import LockNameTemplate, LockTarget, release_lock_async
@@ -113,10 +113,15 @@ class LockBusy(LockTimeout, HTTPException):
 
 @functools.cache
 def _busy_class(status: int) -> type[LockBusy]:
-    # Flask finds error handlers by the class's code: one subclass per status.
-    if status == LockBusy.code:
-        return LockBusy
-    return type("LockBusy", (LockBusy,), {"code": status, "__module__": LockBusy.__module__})
+    """The LockBusy raised for ``status``: a subclass per status, of werkzeug's class too.
+
+    Flask finds an ``errorhandler(423)`` by the exception's class: its code,
+    and werkzeug's class for the code (``Locked``) among its bases.
+    """
+    known = default_exceptions.get(status)
+    bases: tuple[type, ...] = (LockBusy,) if known is None else (LockBusy, known)
+    namespace = {"code": status, "__module__": LockBusy.__module__, "__qualname__": "LockBusy"}
+    return type("LockBusy", bases, namespace)
 
 
 def locked(

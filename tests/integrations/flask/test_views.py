@@ -16,10 +16,12 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from flask import Flask, g, request
+from flask.views import MethodView
+from werkzeug.exceptions import HTTPException
 from werkzeug.test import TestResponse
 
 import zk_recipes_flask
@@ -173,6 +175,14 @@ def add_views(app: Flask, zk: ZkRecipes, gate: Gate) -> None:
     @zk.locked("sync-gate", on_busy=409)
     def conflict() -> dict[str, Any]:
         return gate.inside_sync()
+
+    class ReportView(MethodView):
+        decorators: ClassVar[list[Callable[..., Any]]] = [zk.locked("report-{id}")]
+
+        def get(self, id: int) -> dict[str, Any]:
+            return gate.inside_sync()
+
+    app.add_url_rule("/reports/<int:id>", view_func=ReportView.as_view("report"))
 
     @zk.locked("helper")
     def helper() -> str:
@@ -352,6 +362,17 @@ def test_template_over_url_variables_excludes_the_same_id_only(shop: Shop) -> No
     ]
 
 
+def test_class_based_view_with_decorators(shop: Shop) -> None:
+    first = get_in_threads(shop.app, "/reports/5?hold=1", 1)
+    assert shop.gate.entered.wait(WAIT)
+    client = shop.app.test_client()
+    assert client.get("/reports/5").status_code == 423
+    assert client.get("/reports/6").status_code == 200
+    shop.gate.go.set()
+    assert first.get(timeout=WAIT).status_code == 200
+    assert [saw["path"] for saw in shop.gate.seen] == [f"{LOCKS}/report-5", f"{LOCKS}/report-6"]
+
+
 def test_a_slash_in_a_url_variable_stays_inside_the_lock_directory(shop: Shop) -> None:
     assert shop.app.test_client().get("/files/a/../b").status_code == 200
     (saw,) = shop.gate.seen
@@ -422,6 +443,17 @@ def test_a_function_called_in_a_request_makes_the_request_423(
 
     answer = app.test_client().get("/calls-a-helper")
     assert (answer.status_code, answer.data) == (423, b"the app's own answer")
+
+    app, zk = make_app(name="by_code")
+    add_views(app, zk, Gate(zk))
+
+    @app.errorhandler(423)
+    def locked(exc: HTTPException) -> tuple[str, int]:
+        assert isinstance(exc, LockBusy)
+        return "every 423 of the app", 423
+
+    answer = app.test_client().get("/calls-a-helper")
+    assert (answer.status_code, answer.data) == (423, b"every 423 of the app")
     holder.release()
     assert shop.app.test_client().get("/calls-a-helper").data == b"done"
 
