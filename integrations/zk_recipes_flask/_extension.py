@@ -14,6 +14,8 @@
   outlive the request.
 - ``init_app`` reads and checks the settings (no I/O), so a typo fails the
   app's start, not its first request.
+- Locks on views and code (``zk.locked``, ``zk.lock``) are ``_locking``'s;
+  the status blueprint (``zk.status_blueprint()``) is ``_status``'s.
 """
 
 from __future__ import annotations
@@ -165,10 +167,11 @@ class ZkRecipes:
         answers at once: 200 while connected (READ_ONLY included), 503 while
         SUSPENDED, LOST or connecting. See docs/integrations/flask.md.
         """
-        if not isinstance(name, str) or not name or "." in name:
-            raise WrongTypeError(
-                f"name must be a blueprint name without dots, like 'zk_recipes_status', "
-                f"got {name!r}"
+        if not isinstance(name, str):
+            raise WrongTypeError(f"name must be a blueprint name (a str), got {name!r}")
+        if not name or "." in name:
+            raise ConfigurationError(
+                f"name must be a blueprint name without dots, like 'zk_ops', got {name!r}"
             )
         return _status.status_blueprint(self, name)
 

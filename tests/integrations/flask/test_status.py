@@ -12,7 +12,7 @@ import pytest
 from flask import Flask, url_for
 
 from tests.integrations.flask.conftest import AppFactory
-from zk_recipes import ConnectionState, WrongTypeError, ZkClient
+from zk_recipes import ConfigurationError, ConnectionState, ZkClient
 from zk_recipes.testing import StateRecorder, TcpProxy, ZooKeeperServer, wait_until
 from zk_recipes_flask import ZkRecipes
 
@@ -181,5 +181,5 @@ def test_one_app_may_register_the_blueprint_twice_under_two_names(make_app: AppF
     with app.test_request_context():
         assert url_for("zk_recipes_status.health") == "/zk/health"
         assert url_for("zk_ops.index") == "/ops/zk/"
-    with pytest.raises(WrongTypeError, match=r"without dots"):
+    with pytest.raises(ConfigurationError, match=r"without dots"):
         zk.status_blueprint("zk.ops")
