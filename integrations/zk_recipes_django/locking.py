@@ -8,9 +8,10 @@ call, never a shared one: a Lock object is one contender per process and is
 not re-entrant per thread, and async acquires run on threads of their own.
 
 Names: the decorator's name is a ``str.format`` template over the function's
-parameters, its values quoted into one node name (``_lock_names``). Async
-functions wait on a thread of their own and a cancelled waiter leaves no node
-behind (``_acquiring``).
+parameters, its values quoted into one node name
+(``zk_recipes.cli.LockNameTemplate``). Async functions wait on a thread of
+their own and a cancelled waiter leaves no node behind
+(``zk_recipes.cli.LockTarget``); Flask's ``@zk.locked`` shares both.
 
 Holding: ``request.zk_lock`` (views) and ``current_lock()`` (a context
 variable: the innermost lock held in this thread or task) give the held Lock,
@@ -28,7 +29,6 @@ import contextvars
 import functools
 import inspect
 import logging
-import math
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -37,10 +37,10 @@ from typing import Any, ParamSpec, TypeVar
 from asgiref.sync import iscoroutinefunction
 from django.http import HttpRequest, HttpResponse
 
-from zk_recipes import ConfigurationError, Lock, LockTimeout, RecipeUsageError, WrongTypeError
+from zk_recipes import Lock, LockTimeout, RecipeUsageError, WrongTypeError
+from zk_recipes.cli import LockNameTemplate, LockTarget, release_lock_async
 from zk_recipes_django import _settings
-from zk_recipes_django._acquiring import Target, acquire, acquire_async, release_async
-from zk_recipes_django._lock_names import NameTemplate
+from zk_recipes_django._clients import get_client
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -101,7 +101,7 @@ def zk_lock(
         raise WrongTypeError(
             f"zk_lock needs a lock name first, like @zk_lock('invoice-{{pk}}'), got {name!r}"
         )
-    wait = _checked_timeout(timeout)
+    wait = LockTarget.check_timeout(timeout)
     if isinstance(on_busy, bool) or not (
         callable(on_busy) or (isinstance(on_busy, int) and 100 <= on_busy <= 599)
     ):
@@ -115,9 +115,9 @@ def zk_lock(
     def decorate(func: Callable[P, R]) -> Callable[P, R]:
         if not callable(func):
             raise WrongTypeError(f"zk_lock decorates a function or a view, got {func!r}")
-        where = _where(func)
-        plan = _Plan(NameTemplate(name, func, where), wait, on_busy, alias, identifier, where)
-        _note_use(alias, where)
+        template = LockNameTemplate(name, func)
+        plan = _Plan(template, wait, on_busy, alias, identifier)
+        _note_use(alias, template.where)
         if iscoroutinefunction(func):
             return _async_wrapper(func, plan)
         return _sync_wrapper(func, plan)
@@ -144,7 +144,7 @@ def locked(
         raise WrongTypeError(
             f"locked() needs a lock name, like locked('nightly-report'), got {name!r}"
         )
-    wait = _checked_timeout(timeout)
+    wait = LockTarget.check_timeout(timeout)
     _check_str("alias", alias)
     if identifier is not None:
         _check_str("identifier", identifier)
@@ -189,25 +189,24 @@ class _Plan:
 
     def __init__(
         self,
-        template: NameTemplate,
+        template: LockNameTemplate,
         timeout: float | None,
         on_busy: int | Callable[..., Any],
         alias: str,
         identifier: str | None,
-        where: str,
     ) -> None:
         self.template = template
         self.timeout = timeout
         self.on_busy = on_busy
         self.alias = alias
-        self.identifier = identifier or where
-        self.where = where
+        self.identifier = identifier or template.where
+        self.where = template.where
 
-    def target(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Target:
+    def target(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> LockTarget:
         name = self.template.render(args, kwargs)
-        return Target(name, self.alias, self.identifier, self.timeout)
+        return _lock_target(name, self.alias, self.identifier, self.timeout)
 
-    def busy(self, target: Target, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    def busy(self, target: LockTarget, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
         if not isinstance(self.on_busy, int):
             return self.on_busy(*args, **kwargs)
         if _request_in(args) is not None:
@@ -222,7 +221,7 @@ def _sync_wrapper(func: Callable[P, R], plan: _Plan) -> Callable[P, R]:
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         target = plan.target(args, kwargs)
-        lock = acquire(target)
+        lock = target.acquire()
         if lock is None:
             return plan.busy(target, args, kwargs)  # type: ignore[no-any-return]
         holding = _Holding(lock, plan.where, _request_in(args))
@@ -238,7 +237,7 @@ def _async_wrapper(func: Callable[P, Any], plan: _Plan) -> Callable[P, Any]:
     @functools.wraps(func)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
         target = plan.target(args, kwargs)
-        lock = await acquire_async(target)
+        lock = await target.acquire_async()
         if lock is None:
             answer = plan.busy(target, args, kwargs)
             return await answer if inspect.isawaitable(answer) else answer
@@ -247,7 +246,7 @@ def _async_wrapper(func: Callable[P, Any], plan: _Plan) -> Callable[P, Any]:
             return await func(*args, **kwargs)
         finally:
             holding.end()
-            await release_async(lock)
+            await release_lock_async(lock)
 
     return wrapper
 
@@ -266,18 +265,18 @@ class _Locked:
         self._used = False
         self._holding: _Holding | None = None
 
-    def _target(self) -> Target:
+    def _target(self) -> LockTarget:
         if self._used:
             raise RecipeUsageError(
                 f"{self!r} was entered already: locked() makes one block, so write "
                 "`with locked(...)` at each place, each time"
             )
         self._used = True
-        return Target(self._name, self._alias, self._identifier, self._timeout)
+        return _lock_target(self._name, self._alias, self._identifier, self._timeout)
 
     def __enter__(self) -> Lock:
         target = self._target()
-        lock = acquire(target)
+        lock = target.acquire()
         if lock is None:
             raise LockTimeout(target.refusal())
         self._holding = _Holding(lock, self._where)
@@ -288,14 +287,14 @@ class _Locked:
 
     async def __aenter__(self) -> Lock:
         target = self._target()
-        lock = await acquire_async(target)
+        lock = await target.acquire_async()
         if lock is None:
             raise LockTimeout(target.refusal())
         self._holding = _Holding(lock, self._where)
         return lock
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await release_async(self._end())
+        await release_lock_async(self._end())
 
     def _end(self) -> Lock:
         holding, self._holding = self._holding, None
@@ -311,19 +310,13 @@ class _Locked:
         return f"<locked {self._name!r} alias={self._alias!r} {state}>"
 
 
-def _checked_timeout(timeout: object) -> float | None:
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise WrongTypeError(
-            f"timeout must be seconds (a number >= 0), or None to wait without limit; "
-            f"got {timeout!r}"
-        )
-    if math.isnan(timeout) or timeout < 0:
-        raise ConfigurationError(
-            f"timeout must be >= 0 seconds (0: do not wait), or None; got {timeout!r}"
-        )
-    return float(timeout)
+def _lock_target(
+    name: str, alias: str, identifier: str | None, timeout: float | None
+) -> LockTarget:
+    """The lock ``name`` of ``alias``: its prefix now, its client on the waiting thread."""
+    prefix = _settings.config(alias).prefix
+    client = functools.partial(get_client, alias)
+    return LockTarget(name, client, prefix=prefix, identifier=identifier, timeout=timeout)
 
 
 def _check_str(what: str, value: object) -> None:
@@ -337,12 +330,6 @@ def _request_in(args: Sequence[Any]) -> HttpRequest | None:
         if isinstance(arg, HttpRequest):
             return arg
     return None
-
-
-def _where(func: Callable[..., Any]) -> str:
-    module = getattr(func, "__module__", None) or "?"
-    qualname = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
-    return f"{module}.{qualname}"
 
 
 _noted: set[tuple[str, str]] = set()

@@ -5,8 +5,15 @@
     app.config["ZK_RECIPES_HOSTS"] = "zk1:2181,zk2:2181,zk3:2181"
     zk = ZkRecipes(app)          # or zk = ZkRecipes(); zk.init_app(app) in a factory
 
+    @zk.locked("invoice-{id}")   # one request per invoice at a time; 423 when busy
+    def send_invoice(id): ...
+
+    app.register_blueprint(zk.status_blueprint(), url_prefix="/zk")
+
 One ZooKeeper session per (app, process), made on first use, new after a
-fork, closed at exit (``_extension``). See docs/integrations/flask.md.
+fork, closed at exit (``_extension``); locks on views and code
+(``_locking``); the status blueprint (``_status``). See
+docs/integrations/flask.md.
 """
 
 from __future__ import annotations
@@ -19,5 +26,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from zk_recipes_flask._extension import ZkRecipes, close_all
+from zk_recipes_flask._locking import LockBusy, current_lock
 
-__all__ = ["ZkRecipes", "close_all"]
+__all__ = ["LockBusy", "ZkRecipes", "close_all", "current_lock"]

@@ -14,27 +14,37 @@
   outlive the request.
 - ``init_app`` reads and checks the settings (no I/O), so a typo fails the
   app's start, not its first request.
+- Locks on views and code (``zk.locked``, ``zk.lock``) are ``_locking``'s;
+  the status blueprint (``zk.status_blueprint()``) is ``_status``'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
 import weakref
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
-from flask import Flask, current_app, has_app_context
+from flask import Blueprint, Flask, current_app, has_app_context
 
 from zk_recipes import (
     SETTINGS,
     ConfigurationError,
+    Lock,
     ProcessClient,
     RecipesConfig,
     RecipeUsageError,
     Spelling,
+    WrongTypeError,
     ZkClient,
     read_settings,
 )
+from zk_recipes_flask import _locking, _status
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 EXTENSION_KEY = "zk_recipes"
 DEFAULT_PREFIX = "/zk-recipes"
@@ -101,6 +111,76 @@ class ZkRecipes:
     def close(self, app: Flask | None = None) -> None:
         """Close ``app``'s client in this process (its ephemeral nodes go at once)."""
         self.state(app).clients.close()
+
+    # -- locks ---------------------------------------------------------------------
+    def locked(
+        self,
+        name: str,
+        *,
+        timeout: float | None = 0.0,
+        on_busy: int | Callable[..., Any] = 423,
+        identifier: str | None = None,
+    ) -> Callable[[Callable[P, R]], Callable[P, R]]:
+        """Run the decorated view or function only while holding the lock ``name``.
+
+        ``name`` is a ``str.format`` template over the function's parameters,
+        so a view's URL variables (``"invoice-{id}"`` on ``def invoice(id)``),
+        its values quoted for a znode name. ``timeout``: seconds to wait, 0
+        (default) not to wait, None without limit. When not acquired in time,
+        ``on_busy`` decides: a status code (default 423 Locked) raises
+        ``LockBusy`` in a request (Flask answers with that status and a short
+        plain-text body) and ``LockTimeout`` outside one; a callable is called
+        with the same arguments and its result (awaited if awaitable, in an
+        async view) is returned. ``identifier`` goes into the lock node
+        (default: the function's dotted path).
+
+        Sync and async views alike; the app is the current one at each call.
+        Inside, ``g.zk_lock`` and ``current_lock()`` give the held Lock. See
+        docs/integrations/flask.md.
+        """
+        return _locking.locked(self, name, timeout=timeout, on_busy=on_busy, identifier=identifier)
+
+    def lock(
+        self, name: str, *, timeout: float | None = None, identifier: str | None = None
+    ) -> _locking.LockBlock:
+        """``with zk.lock("nightly-report") as lock:`` (or ``async with``): hold a lock for a block.
+
+        ``name`` is taken literally (no template). Waits up to ``timeout``
+        seconds (None: without limit, 0: not at all) and raises
+        ``LockTimeout`` if not acquired in time. Yields the held
+        ``zk_recipes.Lock``, which ``current_lock()`` also returns inside the
+        block. Needs an app context when entered; the async form waits on a
+        thread of its own. One block per call.
+        """
+        caller = sys._getframe(1)
+        code = caller.f_code
+        where = (
+            f"{caller.f_globals.get('__name__', '?')}.{getattr(code, 'co_qualname', code.co_name)}"
+        )
+        return _locking.lock(self, name, timeout=timeout, identifier=identifier, where=where)
+
+    @staticmethod
+    def current_lock() -> Lock:
+        """The innermost lock held by ``@zk.locked`` or ``zk.lock()`` in this thread or task."""
+        return _locking.current_lock()
+
+    # -- the status blueprint ------------------------------------------------------
+    def status_blueprint(self, name: str = "zk_recipes_status") -> Blueprint:
+        """A new Blueprint with ``GET /health`` (JSON) and ``GET /`` (a status page).
+
+        ``app.register_blueprint(zk.status_blueprint(), url_prefix="/zk")``.
+        Each call makes a new Blueprint, for each app this extension serves;
+        its endpoints are ``<name>.health`` and ``<name>.index``. Health
+        answers at once: 200 while connected (READ_ONLY included), 503 while
+        SUSPENDED, LOST or connecting. See docs/integrations/flask.md.
+        """
+        if not isinstance(name, str):
+            raise WrongTypeError(f"name must be a blueprint name (a str), got {name!r}")
+        if not name or "." in name:
+            raise ConfigurationError(
+                f"name must be a blueprint name without dots, like 'zk_ops', got {name!r}"
+            )
+        return _status.status_blueprint(self, name)
 
     def state(self, app: Flask | None = None) -> AppState:
         """The app's state; a fix-it error when there is no app or no ``init_app``."""

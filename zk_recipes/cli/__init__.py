@@ -11,8 +11,15 @@ commands as ``zk-recipes``, added by ``add_click_commands``)::
     with ZkClient("zk1:2181") as client:
         code = run_locked(client, "db-migrate", ["./manage.py", "migrate"], timeout=600)
 
-Importing this module does not import click; ``main()`` and
-``add_click_commands()`` do. See docs/cli.md.
+The frameworks' lock decorators share their machinery here too: a lock name
+template over a function's parameters (``LockNameTemplate``) and one call's
+lock, taken on the calling thread or, for async code, on a thread of its own
+(``LockTarget``, ``release_lock_async``), on the same ``lock_path`` as
+``zk-recipes lock NAME``; and their status pages the rows they show
+(``connection_rows``, ``recipe_rows``).
+
+Importing this module imports neither click nor any web framework; ``main()``
+and ``add_click_commands()`` import click. See docs/cli.md.
 """
 
 from __future__ import annotations
@@ -20,6 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from zk_recipes.cli._acquiring import (
+    LockTarget as LockTarget,
+    release_lock_async as release_lock_async,
+)
 from zk_recipes.cli._exit_codes import (
     ExitCode as ExitCode,
 )
@@ -33,6 +44,16 @@ from zk_recipes.cli._guarded import (
 )
 from zk_recipes.cli._in_process import (
     Interrupted as Interrupted,
+)
+from zk_recipes.cli._lock_names import (
+    LockNameTemplate as LockNameTemplate,
+)
+from zk_recipes.cli._pages import (
+    NodeRow as NodeRow,
+    RecipeRow as RecipeRow,
+    connection_rows as connection_rows,
+    recipe_rows as recipe_rows,
+    spaced_hosts as spaced_hosts,
 )
 from zk_recipes.cli._reports import (
     connection_report as connection_report,
@@ -83,15 +104,23 @@ __all__ = [
     "DEFAULT_PREFIX",
     "ExitCode",
     "Interrupted",
+    "LockNameTemplate",
+    "LockTarget",
+    "NodeRow",
+    "RecipeRow",
     "add_click_commands",
     "connection_report",
+    "connection_rows",
     "default_grace",
     "holders",
     "leader_path",
     "lock_path",
     "main",
+    "recipe_rows",
+    "release_lock_async",
     "run_as_leader",
     "run_locked",
     "server_info",
+    "spaced_hosts",
     "status",
 ]

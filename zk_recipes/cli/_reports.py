@@ -56,8 +56,13 @@ def server_info(host: str, port: int, timeout: float = 2.0) -> dict[str, Any]:
     return info or {"error": f"srvr to {host}:{port} gave no answer"}
 
 
-def connection_report(client: ZkClient) -> dict[str, Any]:
-    """The client's connection, session and server, as plain data."""
+def connection_report(client: ZkClient, *, server: bool = True) -> dict[str, Any]:
+    """The client's connection, session and server, as plain data.
+
+    ``server=False`` leaves the server's version and mode out (``"server":
+    None``): asking for them is a round trip of its own (``server_info``),
+    which a health check that must answer at once does without.
+    """
     state = client.state
     address = client.connected_address
     session_id = client.session_id
@@ -69,7 +74,7 @@ def connection_report(client: ZkClient) -> dict[str, Any]:
         "session_id": f"0x{session_id:x}" if session_id else None,
         "session_timeout": client.settings.session_timeout,
         "negotiated_session_timeout": client.negotiated_session_timeout,
-        "server": server_info(*address) if address else None,
+        "server": server_info(*address) if address and server else None,
     }
     return report
 

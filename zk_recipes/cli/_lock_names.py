@@ -1,8 +1,9 @@
-"""Lock names of ``@zk_lock``: ``str.format`` templates over the function's parameters.
+"""Lock names of the frameworks' lock decorators: ``str.format`` templates over parameters.
 
-``"invoice-{pk}"`` on ``def view(request, pk)``: the fields are checked
-against the signature when decorating (unless the function takes
-``**kwargs``) and filled from each call's arguments. Each value is
+Django's ``@zk_lock("invoice-{pk}")`` and Flask's ``@zk.locked("invoice-{id}")``
+name their locks with one. ``"invoice-{pk}"`` on ``def view(request, pk)``:
+the fields are checked against the signature when decorating (unless the
+function takes ``**kwargs``) and filled from each call's arguments. Each value is
 percent-quoted into one node name segment (``quote(str(value), safe="")``), so
 a "/" from a URL never reaches out of the lock directory, and a value of dots
 alone is quoted too ("." and ".." are not node names).
@@ -23,17 +24,24 @@ from zk_recipes import ConfigurationError
 _FIELD_ROOT = re.compile(r"[.\[]")  # "{obj.id}" and "{ids[0]}" start with a parameter
 
 
-class NameTemplate:
-    """A lock name template over a function's parameters, checked once."""
+class LockNameTemplate:
+    """A lock name template over a function's parameters, checked once.
 
-    def __init__(self, text: str, func: Callable[..., Any], where: str) -> None:
+    ``LockNameTemplate("invoice-{pk}", view).render(args, kwargs)`` gives
+    ``"invoice-7"`` for ``view(request, pk=7)``. ``where`` names the function
+    in errors (default: its dotted path, also in ``.where``).
+    """
+
+    def __init__(self, text: str, func: Callable[..., Any], where: str | None = None) -> None:
+        if where is None:
+            where = qualified_name(func)
         self.text = text
-        self._where = where
+        self.where = where
         self.fields = _fields(text, where)
         self._signature: inspect.Signature | None = None
         if not self.fields:
             return
-        # method_decorator hands over partial(bound method) made to look like the
+        # Django's method_decorator hands over partial(bound method) made to look like the
         # function, self included; calls bind to the partial's own signature.
         follow = not isinstance(func, functools.partial)
         signature = inspect.signature(func, follow_wrapped=follow)
@@ -49,6 +57,7 @@ class NameTemplate:
                 )
 
     def render(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+        """The name for one call: the values of ``args``/``kwargs``, each quoted."""
         if self._signature is None:
             return self.text
         bound = self._signature.bind(*args, **kwargs)
@@ -61,9 +70,19 @@ class NameTemplate:
             return _QUOTING.vformat(self.text, (), values)
         except (KeyError, AttributeError, IndexError, TypeError) as exc:
             raise ConfigurationError(
-                f"lock name {self.text!r} of {self._where}: cannot fill it from this call's "
+                f"lock name {self.text!r} of {self.where}: cannot fill it from this call's "
                 f"arguments ({', '.join(values) or 'none'}): {exc!r}"
             ) from None
+
+    def __repr__(self) -> str:
+        return f"<LockNameTemplate {self.text!r} of {self.where}>"
+
+
+def qualified_name(func: Callable[..., Any]) -> str:
+    """``module.qualname`` of a function: the default identifier of its lock."""
+    module = getattr(func, "__module__", None) or "?"
+    qualname = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    return f"{module}.{qualname}"
 
 
 def _fields(text: str, where: str) -> list[str]:

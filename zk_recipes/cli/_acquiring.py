@@ -1,9 +1,18 @@
 """Taking the lock of one call: on the calling thread, or on a thread of its own for async code.
 
+The frameworks' lock decorators and blocks (Django's ``@zk_lock`` and
+``locked()``, Flask's ``@zk.locked`` and ``zk.lock()``) describe each call's
+lock as a ``LockTarget``: its name, its node directory, whom the node names,
+how long to wait, and where the client comes from. The client is asked for
+only when the lock is made, on the thread that waits, so async code does not
+block its loop while the client connects either. A new ``Lock`` per call: a
+Lock is one contender per process and is not re-entrant per thread.
+
 Async code waits on a daemon thread of its own, one per waiting call, not on
 the loop's default executor. A long wait must not take a slot that
-``sync_to_async`` and the releases need (waiters filling the executor would
-keep the holder from releasing), nor hold up interpreter exit.
+``sync_to_async``/``run_in_executor`` and the releases need (waiters filling
+the executor would keep the holder from releasing), nor hold up interpreter
+exit.
 
 Cancellation: when the awaiting task is cancelled, the acquire is called off
 (``Lock.cancel()``) and the task waits for the thread to end, then releases
@@ -17,14 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import math
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from zk_recipes import Lock
-from zk_recipes.cli import lock_path
-from zk_recipes_django import _settings
-from zk_recipes_django._clients import get_client
+from zk_recipes import ConfigurationError, Lock, WrongTypeError, ZkClient
+from zk_recipes.cli._guarded import DEFAULT_PREFIX, lock_path
 
 T = TypeVar("T")
 
@@ -33,40 +41,98 @@ T = TypeVar("T")
 RECALL = 0.05
 
 
-class Target:
-    """The lock of one call: where its nodes go, whom they name, how long to wait."""
+class LockTarget:
+    """The lock of one call: ``LockTarget("invoice-7", get_client, prefix="/shop")``.
 
-    def __init__(self, name: str, alias: str, identifier: str | None, timeout: float | None):
+    ``client`` is called (on the waiting thread) for the connected client
+    that takes the lock, on ``lock_path(name, prefix)``; ``identifier`` goes
+    into the node's owner data; ``timeout``: seconds to wait, 0 not to wait,
+    None without limit. ``acquire()`` / ``await acquire_async()`` give the
+    held ``Lock``, or None when not acquired in time; ``refusal()`` says so
+    in words, for a ``LockTimeout``. ``release_lock_async(lock)`` releases
+    from async code.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        client: Callable[[], ZkClient],
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        identifier: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        if not callable(client):
+            raise WrongTypeError(
+                f"client must be a callable that returns a connected ZkClient, got {client!r}"
+            )
         self.name = name
-        self.alias = alias
-        self.path = lock_path(name, _settings.config(alias).prefix)
+        self.path = lock_path(name, prefix)
         self.identifier = identifier
-        self.timeout = timeout
+        self.timeout = self.check_timeout(timeout)
+        self._client = client
+
+    @staticmethod
+    def check_timeout(timeout: object) -> float | None:
+        """A lock wait checked: seconds >= 0 as a float, or None (no limit); fix-it errors."""
+        if timeout is None:
+            return None
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise WrongTypeError(
+                f"timeout must be seconds (a number >= 0), or None to wait without limit; "
+                f"got {timeout!r}"
+            )
+        if math.isnan(timeout) or timeout < 0:
+            raise ConfigurationError(
+                f"timeout must be >= 0 seconds (0: do not wait), or None; got {timeout!r}"
+            )
+        return float(timeout)
+
+    def __repr__(self) -> str:
+        return f"<LockTarget {self.path} timeout={self.timeout!r}>"
 
     def new_lock(self) -> Lock:
-        return Lock(get_client(self.alias), self.path, identifier=self.identifier)
+        """A new ``Lock`` on the target's path, with the client the factory gives."""
+        return Lock(self._client(), self.path, identifier=self.identifier)
 
     def take(self, lock: Lock) -> bool:
+        """Acquire ``lock`` as the target says (no wait, a timeout, or none); True if held."""
         return lock.acquire(blocking=self.timeout != 0, timeout=self.timeout or None)
 
     def refusal(self) -> str:
+        """Why the lock was not acquired, naming it (for ``LockTimeout``)."""
         if self.timeout == 0:
             return f"lock {self.name!r} ({self.path}) is held elsewhere"
         if self.timeout is None:
             return f"lock {self.name!r} ({self.path}) was not acquired"
         return f"lock {self.name!r} ({self.path}) not acquired within {self.timeout:g}s"
 
+    def acquire(self) -> Lock | None:
+        """The held lock, or None when not acquired in time; blocks the calling thread."""
+        lock = self.new_lock()
+        return lock if self.take(lock) else None
 
-def acquire(target: Target) -> Lock | None:
-    """The held lock of ``target``, or None when not acquired in time; blocking."""
-    lock = target.new_lock()
-    return lock if target.take(lock) else None
+    async def acquire_async(self) -> Lock | None:
+        """``acquire()`` for async code: the wait runs on a thread, the loop goes on.
+
+        Cancelled while waiting, it calls the acquire off and leaves no node.
+        """
+        attempt = _Attempt(self)
+        future = _in_thread(attempt.run, f"zk-recipes lock {self.name}")
+        cancelled = await _outlast(future, attempt.call_off)
+        if cancelled is None:
+            return future.result()
+        if future.exception() is None:
+            got = future.result()
+            if got is not None:  # acquired before the call-off reached the thread
+                await release_lock_async(got)
+        raise cancelled
 
 
 class _Attempt:
     """One acquire on a thread of its own that the awaiting task can call off."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: LockTarget) -> None:
         self._target = target
         self._guard = threading.Lock()
         self._called_off = threading.Event()
@@ -131,23 +197,9 @@ async def _outlast(
     return cancelled
 
 
-async def acquire_async(target: Target) -> Lock | None:
-    """``acquire`` for async code: the wait runs on a thread, the loop goes on."""
-    attempt = _Attempt(target)
-    future = _in_thread(attempt.run, f"zk_lock {target.name}")
-    cancelled = await _outlast(future, attempt.call_off)
-    if cancelled is None:
-        return future.result()
-    if future.exception() is None:
-        got = future.result()
-        if got is not None:  # acquired before the call-off reached the thread
-            await release_async(got)
-    raise cancelled
-
-
-async def release_async(lock: Lock) -> None:
+async def release_lock_async(lock: Lock) -> None:
     """``lock.release()`` on a thread, finished even when the awaiting task is cancelled."""
-    future = _in_thread(lock.release, f"zk_lock release {lock.path}")
+    future = _in_thread(lock.release, f"zk-recipes release {lock.path}")
     cancelled = await _outlast(future)
     if cancelled is not None:
         future.exception()  # retrieved: the cancellation is what the caller hears of

@@ -1,0 +1,122 @@
+"""The status blueprint: ``GET <prefix>/health`` (JSON) and ``GET <prefix>/`` (a page).
+
+Opt-in: ``app.register_blueprint(zk.status_blueprint(), url_prefix="/zk")``.
+A factory: each call makes a new Blueprint, so one extension serves several
+apps; its views look up the current app's state at each request, and each
+app shows its own connection and namespace.
+
+Health answers at once, without I/O: it reads the state of the client the
+app already has and never waits for a connection. With no client yet (or a
+closed one) it starts one in the background (``start_in_background``) and
+answers 503 ``CONNECTING``; a load balancer's next probe sees the result.
+200 while the state is CONNECTED, RECONNECTED or READ_ONLY
+(``ConnectionState.is_connected``, as ``zk-recipes status`` exits 0): a
+READ_ONLY client exists only where ``ZK_RECIPES_READ_ONLY`` asked for one,
+so reads are what that app needs; the body says READ_ONLY for a monitor
+that wants more. 503 while SUSPENDED (the session may live on, but no
+request can be served), LOST (the session is gone; the client is
+reconnecting with a new one) or before the first connection.
+
+The page waits up to ``PAGE_CONNECT_SECONDS`` for a connection (it is for
+people), then shows the connection (``zk_recipes.cli.connection_report``)
+and every lock, semaphore and election under the namespace
+(``zk_recipes.holders(client, "/")``), holders first, then the queue: the
+rows of Django's admin page (``zk_recipes.cli.connection_rows``,
+``recipe_rows``). Values are plain text and the template (shipped in the package, autoescaped as any
+``.html`` Flask renders) escapes them: owner data is whatever a process
+wrote. An app may override ``zk_recipes_flask/status.html`` in its own
+templates folder.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from flask import Blueprint, Response, current_app, jsonify, render_template
+
+from zk_recipes import ZkRecipesError, holders
+from zk_recipes.cli import (
+    RecipeRow,
+    connection_report,
+    connection_rows,
+    recipe_rows,
+    spaced_hosts,
+)
+
+if TYPE_CHECKING:
+    from zk_recipes_flask._extension import ZkRecipes
+
+#: The longest the page waits for the app's connection.
+PAGE_CONNECT_SECONDS = 3.0
+#: The page's template, in this package's templates folder.
+TEMPLATE = "zk_recipes_flask/status.html"
+#: The keys of the health answer (a subset of ``connection_report``).
+HEALTH_KEYS = ("state", "session_id", "negotiated_session_timeout")
+
+
+def status_blueprint(extension: ZkRecipes, name: str) -> Blueprint:
+    """A new Blueprint with the health endpoint and the page of ``extension``'s apps."""
+    blueprint = Blueprint(name, __name__, template_folder="templates")
+
+    def health() -> Response:
+        return _health(extension)
+
+    def index() -> tuple[str, int]:
+        return _page(extension)
+
+    blueprint.add_url_rule("/health", "health", health, methods=["GET"])
+    blueprint.add_url_rule("/", "index", index, methods=["GET"])
+    return blueprint
+
+
+def _health(extension: ZkRecipes) -> Response:
+    clients = extension.state().clients
+    client = clients.current()
+    if client is None or client.is_closed or client.state is None:
+        clients.start_in_background()  # no-op while a start is under way
+        body: dict[str, Any] = dict.fromkeys(HEALTH_KEYS)
+        body["state"] = "CONNECTING"
+        status = 503
+    else:
+        report = connection_report(client, server=False)
+        body = {key: report[key] for key in HEALTH_KEYS}
+        status = 200 if client.state.is_connected else 503
+    response = jsonify(body)
+    response.status_code = status
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _page(extension: ZkRecipes) -> tuple[str, int]:
+    state = extension.state()
+    settings = state.config.client
+    error: str | None = None
+    recipes: tuple[RecipeRow, ...] = ()
+    try:
+        client = state.clients.get(min(PAGE_CONNECT_SECONDS, settings.connection_timeout))
+    except ZkRecipesError as exc:
+        error = str(exc)
+        # What the app's client knows, if one was made; no state: it has none yet.
+        current = state.clients.current()
+        known = (
+            [row for row in connection_rows(connection_report(current)) if row[0] != "state"]
+            if current is not None
+            else [("hosts", spaced_hosts(settings.hosts))]
+        )
+        connection = (("state", "not connected"), *known)
+    else:
+        connection = connection_rows(connection_report(client))
+        try:
+            recipes = recipe_rows(holders(client, "/"))
+        except ZkRecipesError as exc:
+            error = f"reading the holders failed: {exc}"
+    page = render_template(
+        TEMPLATE,
+        app_name=current_app.name,
+        connection=connection,
+        namespace=settings.namespace,
+        prefix=state.config.prefix,
+        recipes=recipes,
+        error=error,
+    )
+    return page, 200 if error is None else 503
