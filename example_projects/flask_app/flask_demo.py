@@ -60,9 +60,11 @@ def wait_until(check: object, what: str, timeout: float = 30.0) -> None:
 def request(url: str, method: str = "GET") -> tuple[int, str]:
     try:
         with urllib.request.urlopen(urllib.request.Request(url, method=method)) as answer:
-            return answer.status, answer.read().decode()
+            return answer.status, answer.read().decode().strip()
     except urllib.error.HTTPError as refused:
         return refused.code, refused.read().decode().strip()
+    except urllib.error.URLError:  # not listening yet
+        return 0, ""
 
 
 def cron(env: dict[str, str]) -> None:
