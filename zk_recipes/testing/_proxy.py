@@ -23,6 +23,11 @@ Modes:
   reach the server, nothing comes back: the server applies a request whose
   reply is lost, and keeps the session alive on the client's pings while the
   client times out. New connections are forwarded the same way.
+* stall_replies: a server that goes silent in the middle of a reply. Client
+  bytes still reach the server (it keeps the session alive on the client's
+  pings); of the server's bytes, the client gets the 4-byte length and half
+  of the next reply (nothing more of a reply already under way), then
+  nothing: a read stuck mid-packet, which only the client's own timeout can end.
 * drop_requests: the other one-way partition. Server bytes still reach the
   client, client bytes are read and dropped. The server hears no request and
   no ping, so it expires the session after its timeout and closes the
@@ -59,8 +64,10 @@ _BUFFER_LIMIT = 1 << 20
 _CHUNK = 65536
 _FORWARD, _CUT, _BLACKHOLE = "forward", "cut", "blackhole"
 _DROP_REPLIES, _DROP_REQUESTS = "drop_replies", "drop_requests"
+_STALL_REPLIES = "stall_replies"
 _CLOSE = "close"
-_LOSSY = (_BLACKHOLE, _DROP_REPLIES, _DROP_REQUESTS)
+_LOSSY = (_BLACKHOLE, _DROP_REPLIES, _DROP_REQUESTS, _STALL_REPLIES)
+_FRAME_HEADER = struct.Struct(">i")
 
 
 def _reset(sock: socket.socket | None) -> None:
@@ -81,6 +88,44 @@ class _Pair:
     to_client: bytearray = field(default_factory=bytearray)
     tainted: bool = False
     """Lost bytes or a side, or opened, during a lossy mode: reset on heal."""
+    down_left: int = 0
+    """Bytes of the server's current frame (length prefix included) not yet seen; 0 between."""
+    down_header: bytearray = field(default_factory=bytearray)
+    """The length prefix of the server's next frame, while it arrives."""
+    stall_allow: int | None = None
+    """stall_replies: server bytes still to pass on (None: not known until the next prefix)."""
+
+    def frames(self, data: bytes) -> None:
+        """Follow the server's length-prefixed frames through ``data``."""
+        at = 0
+        while at < len(data):
+            if self.down_left:
+                step = min(self.down_left, len(data) - at)
+                self.down_left -= step
+                at += step
+                continue
+            step = min(4 - len(self.down_header), len(data) - at)
+            self.down_header += data[at : at + step]
+            at += step
+            if len(self.down_header) == 4:
+                (length,) = _FRAME_HEADER.unpack(self.down_header)
+                self.down_header.clear()
+                self.down_left = max(0, length)
+
+    def stalled(self, data: bytes) -> int:
+        """stall_replies: how many leading bytes of ``data`` still go to the client."""
+        if self.stall_allow is None:
+            # Between frames when the stall began: pass the prefix and half the body.
+            missing = 4 - len(self.down_header)
+            if len(data) < missing:
+                self.frames(data)
+                return len(data)
+            (length,) = _FRAME_HEADER.unpack(bytes(self.down_header) + data[:missing])
+            self.stall_allow = missing + max(1, length // 2) if length > 1 else missing
+        passed = min(self.stall_allow, len(data))
+        self.stall_allow -= passed
+        self.frames(data[:passed])
+        return passed
 
 
 class TcpProxy:
@@ -129,7 +174,7 @@ class TcpProxy:
     @property
     def mode(self) -> str:
         """The current mode: ``"forward"``, ``"cut"``, ``"blackhole"``, ``"drop_replies"``,
-        ``"drop_requests"``, or ``"closed"``."""
+        ``"stall_replies"``, ``"drop_requests"``, or ``"closed"``."""
         return "closed" if self._closed else self._mode
 
     @property
@@ -160,6 +205,15 @@ class TcpProxy:
     def drop_replies(self) -> None:
         """Forward client bytes to the server but drop every reply, until ``heal()``."""
         self._command(_DROP_REPLIES)
+
+    def stall_replies(self) -> None:
+        """Let the server fall silent in the middle of a reply, until ``heal()``.
+
+        Client bytes still reach the server. Of the server's bytes, the client
+        gets the length prefix and half of the next frame (nothing more of a
+        frame under way), then nothing: its read is stuck mid-packet.
+        """
+        self._command(_STALL_REPLIES)
 
     def drop_requests(self) -> None:
         """Drop every client byte but forward the server's, until ``heal()``.
@@ -238,12 +292,12 @@ class TcpProxy:
     @property
     def _upward(self) -> bool:
         """Client bytes reach the server."""
-        return self._mode in (_FORWARD, _DROP_REPLIES)
+        return self._mode in (_FORWARD, _DROP_REPLIES, _STALL_REPLIES)
 
     @property
     def _downward(self) -> bool:
-        """Server bytes reach the client."""
-        return self._mode in (_FORWARD, _DROP_REQUESTS)
+        """Server bytes reach the client (some of them while stalling)."""
+        return self._mode in (_FORWARD, _DROP_REQUESTS, _STALL_REPLIES)
 
     def _apply(self, command: str) -> None:
         if command == _CLOSE:
@@ -251,6 +305,9 @@ class TcpProxy:
             return
         previous, self._mode = self._mode, command
         for pair in list(self._pairs):
+            if command == _STALL_REPLIES:
+                # Mid-frame already: the client has part of it; let nothing more through.
+                pair.stall_allow = 0 if pair.down_left or pair.down_header else None
             if command == _CUT or (command == _FORWARD and previous in _LOSSY and pair.tainted):
                 self._drop(pair, reset=True)
                 continue
@@ -317,8 +374,16 @@ class TcpProxy:
                 self._side_closed(pair, is_client)
                 return
             if data:
-                if self._upward if is_client else self._downward:
-                    (pair.to_upstream if is_client else pair.to_client).extend(data)
+                if is_client and self._upward:
+                    pair.to_upstream.extend(data)
+                elif not is_client and self._mode == _STALL_REPLIES:
+                    passed = pair.stalled(data)
+                    pair.to_client.extend(data[:passed])
+                    if passed < len(data):
+                        pair.tainted = True
+                elif not is_client and self._downward:
+                    pair.frames(data)
+                    pair.to_client.extend(data)
                 else:
                     pair.tainted = True
         if events & selectors.EVENT_WRITE and not pair.connecting:
