@@ -101,9 +101,14 @@ _uses: dict[str, list[str]] = {}
 
 
 def note_use(alias: str, where: str) -> None:
-    """Remember that ``where`` (a view, a command) uses ``alias``, for the system checks."""
+    """Remember that ``where`` (a view, a command) uses ``alias``, for the system checks.
+
+    Once per place: ``method_decorator`` decorates anew on every request.
+    """
     with _lock:
-        _uses.setdefault(alias, []).append(where)
+        places = _uses.setdefault(alias, [])
+        if where not in places:
+            places.append(where)
 
 
 def uses() -> dict[str, list[str]]:

@@ -11,7 +11,10 @@ Names: the decorator's name is a ``str.format`` template over the function's
 parameters, its values quoted into one node name
 (``zk_recipes.cli.LockNameTemplate``). Async functions wait on a thread of
 their own and a cancelled waiter leaves no node behind
-(``zk_recipes.cli.LockTarget``); Flask's ``@zk.locked`` shares both.
+(``zk_recipes.cli.LockTarget``). The hold, run and release themselves are
+the operations core's (``zk_recipes.cli.locked_call``, ``LockedBlock``),
+shared with Flask's ``@zk.locked``; this module adds Django's answers: the
+alias, the response when busy, ``request.zk_lock``.
 
 Holding: ``request.zk_lock`` (views) and ``current_lock()`` (a context
 variable: the innermost lock held in this thread or task) give the held Lock,
@@ -25,30 +28,37 @@ InterProcessMutex (``zk_recipes.Lock``).
 
 from __future__ import annotations
 
-import contextvars
 import functools
-import inspect
 import logging
 import sys
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import iscoroutinefunction
 from django.http import HttpRequest, HttpResponse
 
-from zk_recipes import Lock, LockTimeout, RecipeUsageError, WrongTypeError
-from zk_recipes.cli import LockNameTemplate, LockTarget, release_lock_async
+from zk_recipes import Lock, LockTimeout, WrongTypeError
+from zk_recipes.cli import (
+    HeldLocks,
+    LockedBlock,
+    LockNameTemplate,
+    LockPlan,
+    LockTarget,
+    check_on_busy,
+    locked_call,
+)
 from zk_recipes_django import _settings
 from zk_recipes_django._clients import get_client
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-log = logging.getLogger("zk_recipes.django")
-
-_held: contextvars.ContextVar[tuple[Lock, ...]] = contextvars.ContextVar(
-    "zk_recipes_django.held", default=()
+_held = HeldLocks(
+    "zk_recipes_django.held",
+    logging.getLogger("zk_recipes.django"),
+    "current_lock(): no lock is held in this context; call it inside a function "
+    "decorated with @zk_lock or inside a `with locked(...)` block (a thread started "
+    "there does not inherit the context: pass it the lock)",
 )
 _ABSENT = object()
 
@@ -62,14 +72,7 @@ def current_lock() -> Lock:
     carries the context along; a bare ``threading.Thread`` does not).
     RecipeUsageError when none is held.
     """
-    held = _held.get()
-    if not held:
-        raise RecipeUsageError(
-            "current_lock(): no lock is held in this context; call it inside a function "
-            "decorated with @zk_lock or inside a `with locked(...)` block (a thread started "
-            "there does not inherit the context: pass it the lock)"
-        )
-    return held[-1]
+    return _held.current()
 
 
 def zk_lock(
@@ -102,12 +105,7 @@ def zk_lock(
             f"zk_lock needs a lock name first, like @zk_lock('invoice-{{pk}}'), got {name!r}"
         )
     wait = LockTarget.check_timeout(timeout)
-    if isinstance(on_busy, bool) or not (
-        callable(on_busy) or (isinstance(on_busy, int) and 100 <= on_busy <= 599)
-    ):
-        raise WrongTypeError(
-            f"on_busy must be an HTTP status (like 423 or 409) or a callable, got {on_busy!r}"
-        )
+    check_on_busy(on_busy)
     _check_str("alias", alias)
     if identifier is not None:
         _check_str("identifier", identifier)
@@ -116,11 +114,18 @@ def zk_lock(
         if not callable(func):
             raise WrongTypeError(f"zk_lock decorates a function or a view, got {func!r}")
         template = LockNameTemplate(name, func)
-        plan = _Plan(template, wait, on_busy, alias, identifier)
-        _note_use(alias, template.where)
-        if iscoroutinefunction(func):
-            return _async_wrapper(func, plan)
-        return _sync_wrapper(func, plan)
+        plan = LockPlan(
+            template,
+            wait,
+            on_busy,
+            identifier,
+            _held,
+            make_target=functools.partial(_lock_target, alias=alias),
+            refuse=_refuse,
+            attach=_attach_to_request,
+        )
+        _settings.note_use(alias, template.where)
+        return locked_call(func, plan, is_async=iscoroutinefunction(func))
 
     return decorate
 
@@ -131,7 +136,7 @@ def locked(
     timeout: float | None = None,
     alias: str = _settings.DEFAULT_ALIAS,
     identifier: str | None = None,
-) -> _Locked:
+) -> LockedBlock:
     """``with locked("nightly-report") as lock:`` (or ``async with``): hold a lock for a block.
 
     ``name`` is taken literally (no template). Waits up to ``timeout`` seconds
@@ -151,172 +156,54 @@ def locked(
     caller = sys._getframe(1)
     code = caller.f_code
     where = f"{caller.f_globals.get('__name__', '?')}.{getattr(code, 'co_qualname', code.co_name)}"
-    _note_use(alias, where)
-    return _Locked(name, wait, alias, identifier, where)
-
-
-class _Holding:
-    """What holding sets up and takes down: ``current_lock()`` and ``request.zk_lock``."""
-
-    def __init__(self, lock: Lock, where: str, request: HttpRequest | None = None) -> None:
-        self.lock = lock
-        self._where = where
-        self._request = request
-        self._token = _held.set((*_held.get(), lock))
-        if request is not None:
-            self._before = request.__dict__.get("zk_lock", _ABSENT)
-            request.zk_lock = lock
-
-    def end(self) -> Lock:
-        _held.reset(self._token)
-        if self._request is not None:
-            if self._before is _ABSENT:
-                self._request.__dict__.pop("zk_lock", None)
-            else:
-                self._request.zk_lock = self._before
-        if self.lock.lost.is_set():
-            log.warning(
-                "lock %s was lost while %s held it: another process may have held it "
-                "meanwhile (check the fencing token or lock.check() before writes)",
-                self.lock.path,
-                self._where,
-            )
-        return self.lock
-
-
-class _Plan:
-    """A decorated function's lock: its template, wait and answer when busy."""
-
-    def __init__(
-        self,
-        template: LockNameTemplate,
-        timeout: float | None,
-        on_busy: int | Callable[..., Any],
-        alias: str,
-        identifier: str | None,
-    ) -> None:
-        self.template = template
-        self.timeout = timeout
-        self.on_busy = on_busy
-        self.alias = alias
-        self.identifier = identifier or template.where
-        self.where = template.where
-
-    def target(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> LockTarget:
-        name = self.template.render(args, kwargs)
-        return _lock_target(name, self.alias, self.identifier, self.timeout)
-
-    def busy(self, target: LockTarget, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-        if not isinstance(self.on_busy, int):
-            return self.on_busy(*args, **kwargs)
-        if _request_in(args) is not None:
-            response = HttpResponse(status=self.on_busy, content_type="text/plain; charset=utf-8")
-            # Who holds it is nobody's business outside: the body says busy, nothing more.
-            response.content = f"{response.reason_phrase}: busy, try again shortly.\n"
-            return response
-        raise LockTimeout(target.refusal())
-
-
-def _sync_wrapper(func: Callable[P, R], plan: _Plan) -> Callable[P, R]:
-    @functools.wraps(func)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        target = plan.target(args, kwargs)
-        lock = target.acquire()
-        if lock is None:
-            return plan.busy(target, args, kwargs)  # type: ignore[no-any-return]
-        holding = _Holding(lock, plan.where, _request_in(args))
-        try:
-            return func(*args, **kwargs)
-        finally:
-            holding.end().release()
-
-    return wrapper
-
-
-def _async_wrapper(func: Callable[P, Any], plan: _Plan) -> Callable[P, Any]:
-    @functools.wraps(func)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
-        target = plan.target(args, kwargs)
-        lock = await target.acquire_async()
-        if lock is None:
-            answer = plan.busy(target, args, kwargs)
-            return await answer if inspect.isawaitable(answer) else answer
-        holding = _Holding(lock, plan.where, _request_in(args))
-        try:
-            return await func(*args, **kwargs)
-        finally:
-            holding.end()
-            await release_lock_async(lock)
-
-    return wrapper
-
-
-class _Locked:
-    """The block ``locked()`` returns: ``with`` and ``async with``, once."""
-
-    def __init__(
-        self, name: str, timeout: float | None, alias: str, identifier: str | None, where: str
-    ) -> None:
-        self._name = name
-        self._timeout = timeout
-        self._alias = alias
-        self._identifier = identifier
-        self._where = where
-        self._used = False
-        self._holding: _Holding | None = None
-
-    def _target(self) -> LockTarget:
-        if self._used:
-            raise RecipeUsageError(
-                f"{self!r} was entered already: locked() makes one block, so write "
-                "`with locked(...)` at each place, each time"
-            )
-        self._used = True
-        return _lock_target(self._name, self._alias, self._identifier, self._timeout)
-
-    def __enter__(self) -> Lock:
-        target = self._target()
-        lock = target.acquire()
-        if lock is None:
-            raise LockTimeout(target.refusal())
-        self._holding = _Holding(lock, self._where)
-        return lock
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._end().release()
-
-    async def __aenter__(self) -> Lock:
-        target = self._target()
-        lock = await target.acquire_async()
-        if lock is None:
-            raise LockTimeout(target.refusal())
-        self._holding = _Holding(lock, self._where)
-        return lock
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await release_lock_async(self._end())
-
-    def _end(self) -> Lock:
-        holding, self._holding = self._holding, None
-        if holding is None:
-            raise RecipeUsageError(f"{self!r} is not held: exit without a successful enter")
-        return holding.end()
-
-    def __repr__(self) -> str:
-        if self._holding is not None:
-            state = f"held, token={self._holding.lock.fencing_token}"
-        else:
-            state = "done" if self._used else "not entered"
-        return f"<locked {self._name!r} alias={self._alias!r} {state}>"
+    _settings.note_use(alias, where)
+    return LockedBlock(
+        functools.partial(_lock_target, name, identifier, wait, alias=alias),
+        _held,
+        where,
+        label=f"locked {name!r} alias={alias!r}",
+        call="locked()",
+    )
 
 
 def _lock_target(
-    name: str, alias: str, identifier: str | None, timeout: float | None
+    name: str, identifier: str | None, timeout: float | None, *, alias: str
 ) -> LockTarget:
     """The lock ``name`` of ``alias``: its prefix now, its client on the waiting thread."""
     prefix = _settings.config(alias).prefix
     client = functools.partial(get_client, alias)
     return LockTarget(name, client, prefix=prefix, identifier=identifier, timeout=timeout)
+
+
+def _refuse(status: int, target: LockTarget, args: Sequence[Any]) -> HttpResponse:
+    """A view answers ``status``; any other function raises LockTimeout."""
+    if _request_in(args) is None:
+        raise LockTimeout(target.refusal())
+    response = HttpResponse(status=status, content_type="text/plain; charset=utf-8")
+    # Who holds it is nobody's business outside: the body says busy, nothing more.
+    response.content = f"{response.reason_phrase}: busy, try again shortly.\n"
+    return response
+
+
+def _attach_to_request(args: Sequence[Any]) -> Callable[[Lock], Callable[[], None]] | None:
+    """``request.zk_lock`` while a view holds its lock (the previous value put back after)."""
+    request = _request_in(args)
+    if request is None:
+        return None
+
+    def attach(lock: Lock) -> Callable[[], None]:
+        before = request.__dict__.get("zk_lock", _ABSENT)
+        request.zk_lock = lock
+
+        def detach() -> None:
+            if before is _ABSENT:
+                request.__dict__.pop("zk_lock", None)
+            else:
+                request.zk_lock = before
+
+        return detach
+
+    return attach
 
 
 def _check_str(what: str, value: object) -> None:
@@ -330,16 +217,3 @@ def _request_in(args: Sequence[Any]) -> HttpRequest | None:
         if isinstance(arg, HttpRequest):
             return arg
     return None
-
-
-_noted: set[tuple[str, str]] = set()
-_noted_guard = threading.Lock()
-
-
-def _note_use(alias: str, where: str) -> None:
-    # method_decorator decorates anew on every request: note each place once.
-    with _noted_guard:
-        if (alias, where) in _noted:
-            return
-        _noted.add((alias, where))
-    _settings.note_use(alias, where)

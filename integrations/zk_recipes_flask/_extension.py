@@ -41,6 +41,7 @@ from zk_recipes import (
     ZkClient,
     read_settings,
 )
+from zk_recipes.cli import LockedBlock
 from zk_recipes_flask import _locking, _status
 
 P = ParamSpec("P")
@@ -142,7 +143,7 @@ class ZkRecipes:
 
     def lock(
         self, name: str, *, timeout: float | None = None, identifier: str | None = None
-    ) -> _locking.LockBlock:
+    ) -> LockedBlock:
         """``with zk.lock("nightly-report") as lock:`` (or ``async with``): hold a lock for a block.
 
         ``name`` is taken literally (no template). Waits up to ``timeout``

@@ -35,18 +35,25 @@ InterProcessMutex (``zk_recipes.Lock``).
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from flask import g, has_app_context, has_request_context
 from werkzeug.exceptions import HTTPException, default_exceptions
 
-from zk_recipes import Lock, LockTimeout, RecipeUsageError, WrongTypeError
-from zk_recipes.cli import LockNameTemplate, LockTarget, release_lock_async
+from zk_recipes import Lock, LockTimeout, WrongTypeError
+from zk_recipes.cli import (
+    HeldLocks,
+    LockedBlock,
+    LockNameTemplate,
+    LockPlan,
+    LockTarget,
+    check_on_busy,
+    locked_call,
+)
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIEnvironment
@@ -56,10 +63,12 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 R = TypeVar("R")
 
-log = logging.getLogger("zk_recipes.flask")
-
-_held: contextvars.ContextVar[tuple[Lock, ...]] = contextvars.ContextVar(
-    "zk_recipes_flask.held", default=()
+_held = HeldLocks(
+    "zk_recipes_flask.held",
+    logging.getLogger("zk_recipes.flask"),
+    "current_lock(): no lock is held in this context; call it inside a function "
+    "decorated with @zk.locked or inside a `with zk.lock(...)` block (a thread started "
+    "there does not inherit the context: pass it the lock)",
 )
 _ABSENT = object()
 
@@ -72,14 +81,7 @@ def current_lock() -> Lock:
     (``asyncio.to_thread`` and asgiref carry the context along; a bare
     ``threading.Thread`` does not). RecipeUsageError when none is held.
     """
-    held = _held.get()
-    if not held:
-        raise RecipeUsageError(
-            "current_lock(): no lock is held in this context; call it inside a function "
-            "decorated with @zk.locked or inside a `with zk.lock(...)` block (a thread started "
-            "there does not inherit the context: pass it the lock)"
-        )
-    return held[-1]
+    return _held.current()
 
 
 class LockBusy(LockTimeout, HTTPException):
@@ -138,22 +140,24 @@ def locked(
             f"zk.locked needs a lock name first, like @zk.locked('invoice-{{id}}'), got {name!r}"
         )
     wait = LockTarget.check_timeout(timeout)
-    if isinstance(on_busy, bool) or not (
-        callable(on_busy) or (isinstance(on_busy, int) and 100 <= on_busy <= 599)
-    ):
-        raise WrongTypeError(
-            f"on_busy must be an HTTP status (like 423 or 409) or a callable, got {on_busy!r}"
-        )
+    check_on_busy(on_busy)
     if identifier is not None:
         _check_identifier(identifier)
 
     def decorate(func: Callable[P, R]) -> Callable[P, R]:
         if not callable(func):
             raise WrongTypeError(f"zk.locked decorates a function or a view, got {func!r}")
-        plan = _Plan(extension, LockNameTemplate(name, func), wait, on_busy, identifier)
-        if inspect.iscoroutinefunction(func):
-            return _async_wrapper(func, plan)
-        return _sync_wrapper(func, plan)
+        plan = LockPlan(
+            LockNameTemplate(name, func),
+            wait,
+            on_busy,
+            identifier,
+            _held,
+            make_target=functools.partial(_target, extension),
+            refuse=_refuse,
+            attach=_attach_to_g,
+        )
+        return locked_call(func, plan, is_async=inspect.iscoroutinefunction(func))
 
     return decorate
 
@@ -165,14 +169,20 @@ def lock(
     timeout: float | None = None,
     identifier: str | None = None,
     where: str = "?",
-) -> LockBlock:
+) -> LockedBlock:
     """``ZkRecipes.lock``: see its docstring."""
     if not isinstance(name, str):
         raise WrongTypeError(f"zk.lock() needs a lock name, like zk.lock('nightly'), got {name!r}")
     wait = LockTarget.check_timeout(timeout)
     if identifier is not None:
         _check_identifier(identifier)
-    return LockBlock(extension, name, wait, identifier, where)
+    return LockedBlock(
+        functools.partial(_target, extension, name, identifier, wait),
+        _held,
+        where,
+        label=f"zk.lock {name!r}",
+        call="zk.lock()",
+    )
 
 
 def _target(
@@ -189,161 +199,31 @@ def _target(
     )
 
 
-class _Holding:
-    """What holding sets up and takes down: ``current_lock()`` and ``g.zk_lock``."""
+def _refuse(status: int, target: LockTarget, args: Sequence[Any]) -> Any:
+    """In a request: LockBusy, which Flask answers with ``status``; else LockTimeout."""
+    if has_request_context():
+        raise _busy_class(status)(target.refusal())
+    raise LockTimeout(target.refusal())
 
-    def __init__(self, lock: Lock, where: str, on_g: bool = False) -> None:
-        self.lock = lock
-        self._where = where
-        self._token = _held.set((*_held.get(), lock))
-        self._on_g = on_g and has_app_context()
-        if self._on_g:
-            self._before = g.get("zk_lock", _ABSENT)
-            g.zk_lock = lock
 
-    def end(self) -> Lock:
-        _held.reset(self._token)
-        if self._on_g:
-            if self._before is _ABSENT:
+def _attach_to_g(args: Sequence[Any]) -> Callable[[Lock], Callable[[], None]]:
+    """``g.zk_lock`` while a decorated call holds its lock, in an app context."""
+
+    def attach(lock: Lock) -> Callable[[], None]:
+        if not has_app_context():
+            return lambda: None
+        before = g.get("zk_lock", _ABSENT)
+        g.zk_lock = lock
+
+        def detach() -> None:
+            if before is _ABSENT:
                 g.pop("zk_lock", None)
             else:
-                g.zk_lock = self._before
-        if self.lock.lost.is_set():
-            log.warning(
-                "lock %s was lost while %s held it: another process may have held it "
-                "meanwhile (check the fencing token or lock.check() before writes)",
-                self.lock.path,
-                self._where,
-            )
-        return self.lock
+                g.zk_lock = before
 
+        return detach
 
-class _Plan:
-    """A decorated function's lock: its template, wait and answer when busy."""
-
-    def __init__(
-        self,
-        extension: ZkRecipes,
-        template: LockNameTemplate,
-        timeout: float | None,
-        on_busy: int | Callable[..., Any],
-        identifier: str | None,
-    ) -> None:
-        self.extension = extension
-        self.template = template
-        self.timeout = timeout
-        self.on_busy = on_busy
-        self.identifier = identifier or template.where
-        self.where = template.where
-
-    def target(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> LockTarget:
-        name = self.template.render(args, kwargs)
-        return _target(self.extension, name, self.identifier, self.timeout)
-
-    def busy(self, target: LockTarget, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-        if not isinstance(self.on_busy, int):
-            return self.on_busy(*args, **kwargs)
-        if has_request_context():
-            raise _busy_class(self.on_busy)(target.refusal())
-        raise LockTimeout(target.refusal())
-
-
-def _sync_wrapper(func: Callable[P, R], plan: _Plan) -> Callable[P, R]:
-    @functools.wraps(func)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        target = plan.target(args, kwargs)
-        lock = target.acquire()
-        if lock is None:
-            return plan.busy(target, args, kwargs)  # type: ignore[no-any-return]
-        holding = _Holding(lock, plan.where, on_g=True)
-        try:
-            return func(*args, **kwargs)
-        finally:
-            holding.end().release()
-
-    return wrapper
-
-
-def _async_wrapper(func: Callable[P, Any], plan: _Plan) -> Callable[P, Any]:
-    @functools.wraps(func)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
-        target = plan.target(args, kwargs)
-        lock = await target.acquire_async()
-        if lock is None:
-            answer = plan.busy(target, args, kwargs)
-            return await answer if inspect.isawaitable(answer) else answer
-        holding = _Holding(lock, plan.where, on_g=True)
-        try:
-            return await func(*args, **kwargs)
-        finally:
-            holding.end()
-            await release_lock_async(lock)
-
-    return wrapper
-
-
-class LockBlock:
-    """What ``zk.lock()`` returns: one block, ``with`` or ``async with``."""
-
-    def __init__(
-        self,
-        extension: ZkRecipes,
-        name: str,
-        timeout: float | None,
-        identifier: str | None,
-        where: str,
-    ) -> None:
-        self._extension = extension
-        self._name = name
-        self._timeout = timeout
-        self._identifier = identifier
-        self._where = where
-        self._used = False
-        self._holding: _Holding | None = None
-
-    def _target(self) -> LockTarget:
-        if self._used:
-            raise RecipeUsageError(
-                f"{self!r} was entered already: zk.lock() makes one block, so write "
-                "`with zk.lock(...)` at each place, each time"
-            )
-        self._used = True
-        return _target(self._extension, self._name, self._identifier, self._timeout)
-
-    def __enter__(self) -> Lock:
-        target = self._target()
-        lock = target.acquire()
-        if lock is None:
-            raise LockTimeout(target.refusal())
-        self._holding = _Holding(lock, self._where)
-        return lock
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._end().release()
-
-    async def __aenter__(self) -> Lock:
-        target = self._target()
-        lock = await target.acquire_async()
-        if lock is None:
-            raise LockTimeout(target.refusal())
-        self._holding = _Holding(lock, self._where)
-        return lock
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await release_lock_async(self._end())
-
-    def _end(self) -> Lock:
-        holding, self._holding = self._holding, None
-        if holding is None:
-            raise RecipeUsageError(f"{self!r} is not held: exit without a successful enter")
-        return holding.end()
-
-    def __repr__(self) -> str:
-        if self._holding is not None:
-            state = f"held, token={self._holding.lock.fencing_token}"
-        else:
-            state = "done" if self._used else "not entered"
-        return f"<zk.lock {self._name!r} {state}>"
+    return attach
 
 
 def _check_identifier(value: object) -> None:

@@ -15,8 +15,10 @@ The frameworks' lock decorators share their machinery here too: a lock name
 template over a function's parameters (``LockNameTemplate``) and one call's
 lock, taken on the calling thread or, for async code, on a thread of its own
 (``LockTarget``, ``release_lock_async``), on the same ``lock_path`` as
-``zk-recipes lock NAME``; and their status pages the rows they show
-(``connection_rows``, ``recipe_rows``).
+``zk-recipes lock NAME``; the decorated call and the block themselves
+(``LockPlan`` + ``locked_call``, ``LockedBlock``, ``HeldLocks`` for
+``current_lock()``), each framework passing only its own answers; and their
+status pages the rows they show (``connection_rows``, ``recipe_rows``).
 
 Importing this module imports neither click nor any web framework; ``main()``
 and ``add_click_commands()`` import click. See docs/cli.md.
@@ -47,6 +49,13 @@ from zk_recipes.cli._in_process import (
 )
 from zk_recipes.cli._lock_names import (
     LockNameTemplate as LockNameTemplate,
+)
+from zk_recipes.cli._locked_calls import (
+    HeldLocks as HeldLocks,
+    LockedBlock as LockedBlock,
+    LockPlan as LockPlan,
+    check_on_busy as check_on_busy,
+    locked_call as locked_call,
 )
 from zk_recipes.cli._pages import (
     NodeRow as NodeRow,
@@ -103,18 +112,23 @@ def add_click_commands(
 __all__ = [
     "DEFAULT_PREFIX",
     "ExitCode",
+    "HeldLocks",
     "Interrupted",
     "LockNameTemplate",
+    "LockPlan",
     "LockTarget",
+    "LockedBlock",
     "NodeRow",
     "RecipeRow",
     "add_click_commands",
+    "check_on_busy",
     "connection_report",
     "connection_rows",
     "default_grace",
     "holders",
     "leader_path",
     "lock_path",
+    "locked_call",
     "main",
     "recipe_rows",
     "release_lock_async",

@@ -1,0 +1,255 @@
+"""What every framework's lock decorator and lock block share: hold, run, release, remember.
+
+Django's ``@zk_lock`` / ``locked()`` and Flask's ``@zk.locked`` / ``zk.lock()``
+differ in three things only: where the client and the prefix come from (an
+alias, the current app), how a busy lock answers a request (a response, an
+HTTP exception) and where the held lock is shown to the view
+(``request.zk_lock``, ``g.zk_lock``). Those come in as callables; the rest is
+here, once:
+
+- ``HeldLocks``: the innermost held lock of this thread or task
+  (``current_lock()``), a context variable stack, and the warning logged when
+  a lock was lost while a function held it;
+- ``LockPlan`` + ``locked_call``: the decorated call, sync or async: render
+  the name, take the lock (``LockTarget``; async waits on a thread of its
+  own), answer when busy, run, release in ``finally``;
+- ``LockedBlock``: ``with`` / ``async with`` around a block, entered once.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import functools
+import inspect
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ParamSpec, TypeVar
+
+from zk_recipes import Lock, LockTimeout, RecipeUsageError, WrongTypeError
+from zk_recipes.cli._acquiring import LockTarget, release_lock_async
+from zk_recipes.cli._lock_names import LockNameTemplate
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: Shows a held lock to the call (``request.zk_lock = lock``); returns the undo.
+Attach = Callable[[Lock], Callable[[], None]]
+
+
+class HeldLocks:
+    """The locks a framework's decorators and blocks hold in this thread or task.
+
+    ``missing`` is the message of ``current()`` when none is held; ``log``
+    takes the warning when a lock was lost while it was held.
+    """
+
+    def __init__(self, name: str, log: logging.Logger, missing: str) -> None:
+        self._held: contextvars.ContextVar[tuple[Lock, ...]] = contextvars.ContextVar(
+            name, default=()
+        )
+        self._log = log
+        self._missing = missing
+
+    def current(self) -> Lock:
+        """The innermost held lock; RecipeUsageError when none is held."""
+        held = self._held.get()
+        if not held:
+            raise RecipeUsageError(self._missing)
+        return held[-1]
+
+    def hold(self, lock: Lock, where: str, attach: Attach | None = None) -> Holding:
+        """Make ``lock`` the innermost held lock (and ``attach`` it) until ``end()``."""
+        return Holding(self, lock, where, attach)
+
+
+class Holding:
+    """One hold: ``current()`` returns its lock, and ``attach`` shows it, until ``end()``."""
+
+    def __init__(self, held: HeldLocks, lock: Lock, where: str, attach: Attach | None) -> None:
+        self.lock = lock
+        self._held = held
+        self._where = where
+        self._token = held._held.set((*held._held.get(), lock))
+        self._detach = attach(lock) if attach is not None else None
+
+    def end(self) -> Lock:
+        """Undo what the hold set up; warn if the lock was lost meanwhile. The lock."""
+        self._held._held.reset(self._token)
+        if self._detach is not None:
+            self._detach()
+        if self.lock.lost.is_set():
+            self._held._log.warning(
+                "lock %s was lost while %s held it: another process may have held it "
+                "meanwhile (check the fencing token or lock.check() before writes)",
+                self.lock.path,
+                self._where,
+            )
+        return self.lock
+
+
+def check_on_busy(on_busy: object) -> None:
+    """An HTTP status (100-599) or a callable; WrongTypeError otherwise."""
+    if isinstance(on_busy, bool) or not (
+        callable(on_busy) or (isinstance(on_busy, int) and 100 <= on_busy <= 599)
+    ):
+        raise WrongTypeError(
+            f"on_busy must be an HTTP status (like 423 or 409) or a callable, got {on_busy!r}"
+        )
+
+
+@dataclasses.dataclass
+class LockPlan:
+    """A decorated function's lock, and the framework's three answers.
+
+    ``make_target(name, identifier, timeout)`` gives the call's ``LockTarget``;
+    ``refuse(status, target, args)`` answers a busy lock when ``on_busy`` is a
+    status; ``attach(args)`` shows the held lock to the call (or None).
+    """
+
+    template: LockNameTemplate
+    timeout: float | None
+    on_busy: int | Callable[..., Any]
+    identifier: str | None
+    held: HeldLocks
+    make_target: Callable[[str, str, float | None], LockTarget]
+    refuse: Callable[[int, LockTarget, Sequence[Any]], Any]
+    attach: Callable[[Sequence[Any]], Attach | None]
+
+    @property
+    def where(self) -> str:
+        return self.template.where
+
+    def target(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> LockTarget:
+        name = self.template.render(args, kwargs)
+        return self.make_target(name, self.identifier or self.where, self.timeout)
+
+    def busy(self, target: LockTarget, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        if not isinstance(self.on_busy, int):
+            return self.on_busy(*args, **kwargs)
+        return self.refuse(self.on_busy, target, args)
+
+    def hold(self, lock: Lock, args: Sequence[Any]) -> Holding:
+        return self.held.hold(lock, self.where, self.attach(args))
+
+
+def locked_call(func: Callable[P, R], plan: LockPlan, *, is_async: bool) -> Callable[P, R]:
+    """``func`` run only while holding ``plan``'s lock; ``is_async`` for coroutine functions."""
+    if is_async:
+        return _async_call(func, plan)
+    return _sync_call(func, plan)
+
+
+def _sync_call(func: Callable[P, R], plan: LockPlan) -> Callable[P, R]:
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        target = plan.target(args, kwargs)
+        lock = target.acquire()
+        if lock is None:
+            return plan.busy(target, args, kwargs)  # type: ignore[no-any-return]
+        holding = plan.hold(lock, args)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            holding.end().release()
+
+    return wrapper
+
+
+def _async_call(func: Callable[P, Any], plan: LockPlan) -> Callable[P, Any]:
+    @functools.wraps(func)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
+        target = plan.target(args, kwargs)
+        lock = await target.acquire_async()
+        if lock is None:
+            answer = plan.busy(target, args, kwargs)
+            return await answer if inspect.isawaitable(answer) else answer
+        holding = plan.hold(lock, args)
+        try:
+            return await func(*args, **kwargs)
+        finally:
+            holding.end()
+            await release_lock_async(lock)
+
+    return wrapper
+
+
+class LockedBlock:
+    """One block under a lock: ``with`` or ``async with``, entered once.
+
+    ``make_target()`` is called at the enter; ``label`` names the block in
+    messages (``<label state>``) and ``call`` is how the user wrote it
+    (``locked()``, ``zk.lock()``), for the message of a second enter.
+    """
+
+    def __init__(
+        self,
+        make_target: Callable[[], LockTarget],
+        held: HeldLocks,
+        where: str,
+        *,
+        label: str,
+        call: str,
+    ) -> None:
+        self._make_target = make_target
+        self._held = held
+        self._where = where
+        self._label = label
+        self._call = call
+        self._used = False
+        self._holding: Holding | None = None
+
+    def _target(self) -> LockTarget:
+        if self._used:
+            raise RecipeUsageError(
+                f"{self!r} was entered already: {self._call} makes one block, so write "
+                f"`with {self._call[:-1]}...)` at each place, each time"
+            )
+        self._used = True
+        return self._make_target()
+
+    def __enter__(self) -> Lock:
+        target = self._target()
+        lock = target.acquire()
+        if lock is None:
+            raise LockTimeout(target.refusal())
+        self._holding = self._held.hold(lock, self._where)
+        return lock
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._end().release()
+
+    async def __aenter__(self) -> Lock:
+        target = self._target()
+        lock = await target.acquire_async()
+        if lock is None:
+            raise LockTimeout(target.refusal())
+        self._holding = self._held.hold(lock, self._where)
+        return lock
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await release_lock_async(self._end())
+
+    def _end(self) -> Lock:
+        holding, self._holding = self._holding, None
+        if holding is None:
+            raise RecipeUsageError(f"{self!r} is not held: exit without a successful enter")
+        return holding.end()
+
+    def __repr__(self) -> str:
+        if self._holding is not None:
+            state = f"held, token={self._holding.lock.fencing_token}"
+        else:
+            state = "done" if self._used else "not entered"
+        return f"<{self._label} {state}>"
+
+
+__all__ = [
+    "Attach",
+    "HeldLocks",
+    "Holding",
+    "LockPlan",
+    "LockedBlock",
+    "check_on_busy",
+    "locked_call",
+]
