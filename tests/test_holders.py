@@ -317,6 +317,9 @@ def test_json_and_table(zk_client_factory: ClientFactory, background: _Backgroun
     assert entry["waiting"][0]["position"] == 1
 
     since = report[0].holders[0].since
+    node = report[0].holders[0]
+    ages = [node.age(since + d) for d in (-5, 0.5, 59.5, 200.5, 7200.5, 3 * 86400 + 0.5)]
+    assert ages == ["0s", "0s", "59s", "3m", "2h", "3d"]
     table = holders_table(report, now=since + 200)
     lines = table.splitlines()
     assert lines[0].split() == [

@@ -130,6 +130,18 @@ class QueuedNode:
     #: The owner's id (a Celery task id), or an election candidate's identifier.
     identifier: str | None = None
 
+    def age(self, now: float | None = None) -> str:
+        """How long ago it was queued, for people: ``12s``, ``3m``, ``5h``, ``2d``.
+
+        Counted to ``now`` (epoch seconds, default: now); a clock behind
+        ours reads as 0s.
+        """
+        whole = max(0, int((time.time() if now is None else now) - self.since))
+        for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+            if whole >= size:
+                return f"{whole // size}{unit}"
+        return f"{whole}s"
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: the fields, the owner flattened (see docs/operations.md)."""
         owner = self.owner
@@ -479,7 +491,7 @@ def holders_table(report: Sequence[RecipeHolders], *, now: float | None = None) 
                     _cell(host),
                     _cell(owner.pid),
                     _cell(node.identifier),
-                    _age(at - node.since),
+                    node.age(at),
                     str(node.fencing_token),
                     f"{node.session_id:#x}",
                 )
@@ -496,12 +508,3 @@ def _cell(value: object, limit: int = 40) -> str:
         return "-"
     text = _UNPRINTABLE.sub("?", str(value))
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _age(seconds: float) -> str:
-    """``12s``, ``3m``, ``5h``, ``2d`` (a clock behind ours reads as 0s)."""
-    whole = max(0, int(seconds))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if whole >= size:
-            return f"{whole // size}{unit}"
-    return f"{whole}s"

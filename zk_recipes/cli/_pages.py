@@ -112,16 +112,7 @@ def _node_row(node: QueuedNode, place: int, now: datetime.datetime) -> NodeRow:
         thread=owner.thread or "",
         identifier=node.identifier or "",
         since=since,
-        age=_age((now - since).total_seconds()),
+        age=node.age(now.timestamp()),
         fencing_token=node.fencing_token,
         session_id=f"{node.session_id:#x}",
     )
-
-
-def _age(seconds: float) -> str:
-    """``12s``, ``3m``, ``5h``, ``2d`` (a clock behind ours reads as 0s)."""
-    whole = max(0, int(seconds))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if whole >= size:
-            return f"{whole // size}{unit}"
-    return f"{whole}s"
