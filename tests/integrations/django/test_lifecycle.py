@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -19,7 +18,8 @@ from typing import Any
 import pytest
 
 import zk_recipes_django
-from zk_recipes import ConnectionState, CreateMode, ZkClient
+from tests.integrations._fork import assert_a_fork_gets_its_own_session
+from zk_recipes import ConnectionState, ZkClient
 
 from .conftest import MANAGE, manage_env
 
@@ -71,35 +71,7 @@ def test_setup_checks_and_other_commands_open_no_connection(
 def test_a_forked_child_gets_its_own_session_and_leaves_the_parents_alone(
     zk_settings: dict[str, Any],
 ) -> None:
-    parent = zk_recipes_django.get_client()
-    parent_session = parent.session_id
-    mine = parent.create("/parent-", mode=CreateMode.EPHEMERAL_SEQUENTIAL).path
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report its session and node, then leave without atexit
-        code = 1
-        try:
-            child = zk_recipes_django.get_client()
-            node = child.create("/child-", mode=CreateMode.EPHEMERAL_SEQUENTIAL).path
-            os.write(write, f"{child.session_id} {node}".encode())
-            child.close()
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        answer = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, answer
-    child_session, child_node = answer.split()
-    assert int(child_session) != parent_session
-    # The parent's session was not touched: same id, connected, its node still there,
-    # and the child's node went with the child's session.
-    assert parent.session_id == parent_session
-    assert parent.state is ConnectionState.CONNECTED
-    assert parent.exists(mine) is not None
-    assert parent.exists(child_node) is None
-    assert zk_recipes_django.get_client() is parent
+    assert_a_fork_gets_its_own_session(zk_recipes_django.get_client)
 
 
 def test_close_all_ends_the_session_and_the_next_use_opens_a_new_one(

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from flask import Flask
 
+from tests.integrations._fork import assert_a_fork_gets_its_own_session
 from zk_recipes import (
     ConfigurationError,
     ConnectionState,
-    CreateMode,
     RecipeUsageError,
     RetryNTimes,
 )
@@ -116,32 +114,7 @@ def test_a_forked_child_gets_its_own_session_and_leaves_the_parents_alone(
     make_app: AppFactory,
 ) -> None:
     app, zk = make_app()
-    parent = zk.get_client(app)
-    parent_session = parent.session_id
-    mine = parent.create("/parent-", mode=CreateMode.EPHEMERAL_SEQUENTIAL).path
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: a gunicorn worker forked after the app was loaded
-        code = 1
-        try:
-            child = zk.get_client(app)
-            node = child.create("/child-", mode=CreateMode.EPHEMERAL_SEQUENTIAL).path
-            os.write(write, f"{child.session_id} {node}".encode())
-            child.close()
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        answer = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, answer
-    child_session, child_node = answer.split()
-    assert int(child_session) != parent_session
-    assert parent.session_id == parent_session
-    assert parent.state is ConnectionState.CONNECTED
-    assert parent.exists(mine) is not None
-    assert parent.exists(child_node) is None
+    assert_a_fork_gets_its_own_session(lambda: zk.get_client(app))
 
 
 def test_close_all_ends_every_apps_session_and_the_next_use_opens_a_new_one(
