@@ -50,6 +50,7 @@ from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
 from zk_recipes import _errors as errors
+from zk_recipes._client.poll_select import poll_select
 from zk_recipes._settings import ClientSettings
 from zk_recipes._types import (
     OPEN_ACL_UNSAFE,
@@ -285,6 +286,8 @@ class KazooConnection:
         # ConnectTimeoutError can say it.
         self._last_problem = _RecordingLogger(logging.getLogger("kazoo.client"))
         self._kz: Any = KazooClient(**self._kz_kwargs, logger=self._last_problem)
+        # One poll(2) per wait instead of an epoll object per call (poll_select's docstring).
+        self._kz.handler.select = poll_select
         self._acl = _kazoo_acl(settings.default_acl or OPEN_ACL_UNSAFE)
         #: Send time of the newest request or ping whose reply arrived (see the module note).
         self.last_heard = time.monotonic()
