@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -438,3 +439,18 @@ def test_owner_reads_as_host_pid_and_id() -> None:
     assert str(Owner(pid=42)) == "pid 42"
     assert str(Owner(id="t-1")) == "id t-1"
     assert str(Owner()) == "another process (no zk-recipes owner data)"
+
+
+@pytest.mark.parametrize("identifier", [None, "", "task-7", 'odd "name" \\ é'])
+def test_owner_here_bytes_is_here_to_bytes_byte_for_byte(identifier: str | None) -> None:
+    thread = threading.current_thread()
+    original, thread.name = thread.name, 'worker "1" \\ ß'
+    try:
+        for _ in range(2):  # the second time comes from the kept parts
+            data = Owner.here_bytes(identifier)
+            since = json.loads(data)["since"]
+            here = Owner.here(identifier)
+            assert data == dataclasses.replace(here, since=since).to_bytes()
+            assert Owner.from_bytes(data) == dataclasses.replace(here, since=since)
+    finally:
+        thread.name = original

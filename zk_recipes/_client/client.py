@@ -66,7 +66,15 @@ from zk_recipes._internals.threads import run_in_thread
 from zk_recipes._logfields import fields
 from zk_recipes._retry import retry
 from zk_recipes._settings import ClientSettings
-from zk_recipes._types import Acl, CreateMode, WatchCallback, WatchEvent, ZnodeStat
+from zk_recipes._types import (
+    Acl,
+    CreateMode,
+    WatchCallback,
+    WatchEvent,
+    ZnodeStat,
+    is_inline,
+    mark_inline,
+)
 
 log = logging.getLogger("zk_recipes.client")
 
@@ -484,6 +492,8 @@ class ZkClient:
         def _relative(event: WatchEvent) -> object:
             return watch(WatchEvent(event.type, self._rel(event.path) if event.path else None))
 
+        if is_inline(watch):
+            mark_inline(_relative)
         return _relative
 
     def _checked_data(self, data: object, path: str) -> bytes:

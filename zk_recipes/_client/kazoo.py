@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import time
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Sequence
@@ -42,6 +43,7 @@ from typing import Any, Generic, TypeVar
 
 import kazoo.exceptions as kz_exc
 from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionDropped
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.connection import _SESSION_EXPIRED, PING_XID
 from kazoo.protocol.serialization import CheckVersion, Create, Create2, Transaction, long_struct
@@ -51,6 +53,7 @@ from kazoo.security import ACL, Id
 
 from zk_recipes import _errors as errors
 from zk_recipes._client.poll_select import poll_select
+from zk_recipes._client.socket_io import read_exactly, send_all
 from zk_recipes._settings import ClientSettings
 from zk_recipes._types import (
     OPEN_ACL_UNSAFE,
@@ -60,6 +63,8 @@ from zk_recipes._types import (
     WatchEvent,
     WatchEventType,
     ZnodeStat,
+    is_inline,
+    mark_inline,
 )
 
 log = logging.getLogger("zk_recipes.client")
@@ -214,8 +219,14 @@ class Pending(Generic[T]):
 
     def result(self, timeout: float | None = None) -> T:
         conn = self._conn
-        with translated(self._path, stopped=conn is None or conn.stopping):
+        stopped = conn is None or conn.stopping
+        # translated(), written out: this runs once per request.
+        try:
             return self._convert(self._raw.get(block=True, timeout=timeout))
+        except errors.ZkRecipesError:
+            raise
+        except (kz_exc.KazooException, KazooTimeoutError) as exc:
+            raise translate(exc, self._path, stopped=stopped) from exc
 
     def done(self) -> bool:
         return bool(self._raw.ready())
@@ -230,6 +241,21 @@ class Pending(Generic[T]):
         self._raw.rawlink(lambda _raw: fn(self))
 
 
+def _read_timed_out() -> BaseException:
+    error: BaseException = KazooTimeoutError("socket time-out during read")
+    return error
+
+
+def _write_timed_out() -> BaseException:
+    error: BaseException = KazooTimeoutError("socket time-out during write")
+    return error
+
+
+def _broken() -> BaseException:
+    error: BaseException = ConnectionDropped("socket connection broken")
+    return error
+
+
 def _kazoo_acl(acl: Sequence[Acl]) -> list[Any]:
     return [ACL(int(a.perms), Id(a.scheme, a.id)) for a in acl]
 
@@ -240,11 +266,15 @@ class _RecordingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
     message = ""
 
     def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
-        if level >= logging.WARNING:
-            with contextlib.suppress(Exception):
-                text = str(msg) % args if args else str(msg)
-                if not text.startswith(("Failed connecting to Zookeeper", "Transition to")):
-                    self.message = text[:300]  # not kazoo's own farewell on stop()
+        if level < logging.WARNING:
+            # kazoo logs every packet at BLATHER and DEBUG: one check, nothing formatted.
+            if self.logger.isEnabledFor(level):
+                super().log(level, msg, *args, **kwargs)
+            return
+        with contextlib.suppress(Exception):
+            text = str(msg) % args if args else str(msg)
+            if not text.startswith(("Failed connecting to Zookeeper", "Transition to")):
+                self.message = text[:300]  # not kazoo's own farewell on stop()
         super().log(level, msg, *args, **kwargs)
 
 
@@ -310,6 +340,8 @@ class KazooConnection:
         submit = conn._submit
         read_header = conn._read_header
         connect = conn._connect
+        read = conn._read
+        write = conn._write
         sent = self._sent
 
         def _submit(request: Any, timeout: float, xid: int | None = None) -> Any:
@@ -342,9 +374,46 @@ class KazooConnection:
             sent.clear()  # the handshake's own xids (SASL) are not requests of ours
             return read_timeout, connect_timeout
 
+        def _read(length: int, timeout: float) -> bytes:
+            sock = conn._socket
+            if type(sock) is not socket.socket:  # TLS: kazoo's path knows pending()
+                return read(length, timeout)  # type: ignore[no-any-return]
+            try:
+                return read_exactly(sock, length, timeout, _read_timed_out, _broken)
+            except OSError as exc:  # as kazoo's _socket_error_handling
+                raise ConnectionDropped(f"socket connection error: {exc.strerror or exc}") from exc
+
+        def _write(message: bytes, timeout: float) -> None:
+            sock = conn._socket
+            if type(sock) is not socket.socket:
+                write(message, timeout)
+                return
+            try:
+                send_all(sock, message, timeout, _write_timed_out, _broken)
+            except OSError as exc:
+                raise ConnectionDropped(f"socket connection error: {exc.strerror or exc}") from exc
+
+        handler = self._kz.handler
+        dispatch = handler.dispatch_callback
+
+        def _dispatch_callback(callback: Any) -> Any:
+            # Our internal wake-ups run here, on the connection thread, in the order
+            # kazoo read them; everything else goes to kazoo's worker (mark_inline).
+            if callback.type == "watch" and is_inline(callback.func):
+                try:
+                    callback.func(*callback.args)
+                except Exception:
+                    log.exception("error in an internal watch callback")
+                return None
+            return dispatch(callback)
+
+        handler.dispatch_callback = _dispatch_callback
         conn._submit = _submit
         conn._read_header = _read_header
         conn._connect = _connect
+        # Read and write first, wait only on EAGAIN (socket_io's docstring).
+        conn._read = _read
+        conn._write = _write
         self._kz.add_listener(self._kazoo_listener)
 
     def _connected_now(self) -> None:
@@ -555,24 +624,30 @@ class KazooConnection:
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[tuple[bytes, ZnodeStat]]:
         self._admit(path)
-        with translated(path, stopped=self.stopping):
+        try:
             raw = self._kz.get_async(path, watch=self._watcher(watch))
+        except (kz_exc.KazooException, KazooTimeoutError) as exc:
+            raise translate(exc, path, stopped=self.stopping) from exc
         return Pending(raw, path, lambda r: (bytes(r[0] or b""), _stat(r[1])), self)
 
     def get_children_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[list[str]]:
         self._admit(path)
-        with translated(path, stopped=self.stopping):
+        try:
             raw = self._kz.get_children_async(path, watch=self._watcher(watch))
+        except (kz_exc.KazooException, KazooTimeoutError) as exc:
+            raise translate(exc, path, stopped=self.stopping) from exc
         return Pending(raw, path, lambda r: [str(c) for c in r], self)
 
     def exists_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[ZnodeStat | None]:
         self._admit(path)
-        with translated(path, stopped=self.stopping):
+        try:
             raw = self._kz.exists_async(path, watch=self._watcher(watch))
+        except (kz_exc.KazooException, KazooTimeoutError) as exc:
+            raise translate(exc, path, stopped=self.stopping) from exc
         return Pending(raw, path, lambda r: _stat(r) if r is not None else None, self)
 
     def set_async(self, path: str, data: bytes, version: int = -1) -> Pending[ZnodeStat]:
@@ -583,8 +658,10 @@ class KazooConnection:
 
     def delete_async(self, path: str, version: int = -1) -> Pending[None]:
         self._admit(path)
-        with translated(path, stopped=self.stopping):
+        try:
             raw = self._kz.delete_async(path, version)
+        except (kz_exc.KazooException, KazooTimeoutError) as exc:
+            raise translate(exc, path, stopped=self.stopping) from exc
         return Pending(raw, path, lambda r: None, self)
 
     def sync_async(self, path: str) -> Pending[None]:
@@ -625,6 +702,8 @@ class KazooConnection:
         def _fire(event: Any) -> None:
             watch(WatchEvent(_EVENT_TYPES.get(event.type, WatchEventType.NONE), event.path))
 
+        if is_inline(watch):
+            mark_inline(_fire)
         return _fire
 
     def close_session_on_server(self, client_id: tuple[int, bytes], timeout: float) -> None:

@@ -81,23 +81,29 @@ class ListenerRegistry:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._listeners: dict[StateListener, SerialExecutor] = {}
+        #: Each listener's executor, made at its first publish: locks add and remove a
+        #: listener on every acquire, and most never hear a state change.
+        self._listeners: dict[StateListener, SerialExecutor | None] = {}
 
     def add(self, listener: StateListener) -> None:
         if not callable(listener):
             raise WrongTypeError(f"a state listener must be callable, got {listener!r}")
         with self._lock:
-            if listener not in self._listeners:
-                name = getattr(listener, "__qualname__", repr(listener))
-                self._listeners[listener] = SerialExecutor(f"zk-recipes listener {name}")
+            self._listeners.setdefault(listener, None)
 
     def remove(self, listener: StateListener) -> None:
         with self._lock:
             self._listeners.pop(listener, None)
 
     def publish(self, change: StateChange) -> None:
+        targets: list[tuple[StateListener, SerialExecutor]] = []
         with self._lock:
-            targets = list(self._listeners.items())
+            for listener, executor in self._listeners.items():
+                if executor is None:
+                    name = getattr(listener, "__qualname__", repr(listener))
+                    executor = SerialExecutor(f"zk-recipes listener {name}")
+                    self._listeners[listener] = executor
+                targets.append((listener, executor))
         for listener, executor in targets:
             executor.submit(functools.partial(listener, change))
 
@@ -105,5 +111,5 @@ class ListenerRegistry:
         """Wait (up to ``timeout`` in all) for every listener to catch up."""
         deadline = time.monotonic() + timeout
         with self._lock:
-            executors = list(self._listeners.values())
+            executors = [ex for ex in self._listeners.values() if ex is not None]
         return all(ex.wait_idle(max(0.0, deadline - time.monotonic())) for ex in executors)

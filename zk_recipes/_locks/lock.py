@@ -372,7 +372,7 @@ class _Mutex(LockVerbs):
         """Queue up and wait for our turn (a read lock taken by its writer overrides this)."""
         data = self._node_data
         if data is None:
-            data = Owner.here(self.identifier).to_bytes()
+            data = Owner.here_bytes(self.identifier)
         return self._queue.acquire(
             data, deadline, self._spec.rule, head_shortcut=self._spec.head_shortcut, cancel=cancel
         )

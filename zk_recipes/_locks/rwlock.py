@@ -168,7 +168,7 @@ class _ReadPart(_Mutex):
             stat = client.check_and_create(
                 writer.path,
                 path,
-                Owner.here(self.identifier).to_bytes(),
+                Owner.here_bytes(self.identifier),
                 mode=CreateMode.EPHEMERAL,
             )
         except (NoNodeError, SessionLost) as exc:

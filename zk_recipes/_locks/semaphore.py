@@ -424,7 +424,7 @@ class Semaphore(LockVerbs):
     ) -> list[Entry]:
         created: list[Entry] = []
         try:
-            data = Owner.here(self.identifier).to_bytes()
+            data = Owner.here_bytes(self.identifier)
             children: list[str] | None = None
             for _ in range(count):
                 entered = self._enter_lease(data, deadline, cancel)
