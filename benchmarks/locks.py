@@ -36,6 +36,7 @@ import itertools
 import logging
 import math
 import os
+import resource
 import sys
 import threading
 import time
@@ -96,7 +97,7 @@ class Settings:
     @classmethod
     def make(cls, quick: bool) -> Settings:
         if quick:
-            return cls(300, 50, 5, (2, 8), 2.0, (1, 10, 100), 50, 0.3, 0.5, 10.0, 100)
+            return cls(300, 50, 5, (2, 8, 32), 2.0, (1, 10, 100), 50, 0.3, 0.5, 10.0, 100)
         return cls(2000, 200, 5, (2, 8, 32), 5.0, (1, 10, 100, 1000), 50, 0.5, 2.0, 10.0, 500)
 
 
@@ -226,6 +227,7 @@ class _Tally:
     packets: float = 0.0
     pings: int = 0
     cpu_s: float = 0.0
+    switches: tuple[int, int] = (0, 0)
     round_p50_ms: list[float] = dataclasses.field(default_factory=list)
     round_cycles_per_s: list[float] = dataclasses.field(default_factory=list)
 
@@ -236,12 +238,28 @@ class _Tally:
             **latency_summary(self.samples),
             "cycles_per_s": round(n / (self.elapsed_ns / 1e9), 1),
             "client_cpu_ms_per_cycle": round(self.cpu_s * 1000 / n, 4),
+            "context_switches_per_cycle": per_cycle_switches(*self.switches, n),
             "requests_per_cycle": round(self.packets / n, 3),
             "requests_per_cycle_uncorrected": round(self.packets_raw / n, 3),
             "own_pings_subtracted": self.pings,
             "round_p50_ms": [round(x, 4) for x in self.round_p50_ms],
             "round_cycles_per_s": [round(x, 1) for x in self.round_cycles_per_s],
         }
+
+
+def context_switches() -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of this process so far, all its threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nvcsw, usage.ru_nivcsw
+
+
+def per_cycle_switches(voluntary: int, involuntary: int, cycles: int) -> dict[str, float]:
+    n = max(cycles, 1)
+    return {
+        "voluntary": round(voluntary / n, 2),
+        "involuntary": round(involuntary / n, 2),
+        "total": round((voluntary + involuntary) / n, 2),
+    }
 
 
 def timed_cycles(cycle: Callable[[], object], count: int) -> tuple[list[int], int]:
@@ -304,11 +322,16 @@ def run_uncontended(target: Target, s: Settings, pings: Callable[[], int]) -> di
             progress(f"uncontended: round {index + 1}/{s.rounds} ({', '.join(order)})")
             for name in order:
                 gc.collect()
-                cpu = time.process_time()
+                cpu, (vol, invol) = time.process_time(), context_switches()
                 with PacketWindow(target, all_pings) as window:
                     samples, elapsed = timed_cycles(cycles[name], per_round)
                 tally = tallies[name]
                 tally.cpu_s += time.process_time() - cpu
+                vol_after, invol_after = context_switches()
+                tally.switches = (
+                    tally.switches[0] + vol_after - vol,
+                    tally.switches[1] + invol_after - invol,
+                )
                 tally.samples += samples
                 tally.elapsed_ns += elapsed
                 tally.packets_raw += window.raw
@@ -332,6 +355,10 @@ def run_uncontended(target: Target, s: Settings, pings: Callable[[], int]) -> di
         "ours_over_kazoo_lock_cycles_per_s": ratio(ours_r["cycles_per_s"], kz["cycles_per_s"]),
         "ours_over_kazoo_lock_client_cpu_per_cycle": ratio(
             ours_r["client_cpu_ms_per_cycle"], kz["client_cpu_ms_per_cycle"]
+        ),
+        "ours_over_kazoo_lock_context_switches_per_cycle": ratio(
+            ours_r["context_switches_per_cycle"]["total"],
+            kz["context_switches_per_cycle"]["total"],
         ),
         "ours_over_raw_floor_cycles_per_s": ratio(ours_r["cycles_per_s"], raw["cycles_per_s"]),
         "paired_median_ours_over_raw_floor_p50": paired("ours", "raw_floor", "round_p50_ms"),
@@ -464,6 +491,7 @@ def _contend(conn: Any, spec: dict[str, Any]) -> None:
         start_ns = wait_for_go(conn, 120.0)
         end_ns = start_ns + int(duration * 1e9)
         pings_before, cpu = pings.value, time.process_time()
+        vol, invol = context_switches()
         records = array.array("q")
         timeouts = 0
         clock = time.monotonic_ns
@@ -477,8 +505,16 @@ def _contend(conn: Any, spec: dict[str, Any]) -> None:
             releasing = clock()
             lock.release()
             records.extend((acquired, releasing, clock()))
-        done = {"records": records.tobytes(), "pings": pings.value - pings_before}
-        conn.send(("done", {**done, "timeouts": timeouts, "cpu_s": time.process_time() - cpu}))
+        cpu_s = time.process_time() - cpu
+        vol_after, invol_after = context_switches()
+        done = {
+            "records": records.tobytes(),
+            "pings": pings.value - pings_before,
+            "timeouts": timeouts,
+            "cpu_s": cpu_s,
+            "switches": (vol_after - vol, invol_after - invol),
+        }
+        conn.send(("done", done))
         tag, _ = conn.recv()
         if tag != "close":
             raise RuntimeError(f"expected 'close', got {tag!r}")
@@ -496,6 +532,7 @@ class _Contended:
     pings: int = 0
     timeouts: int = 0
     cpu_s: float = 0.0
+    switches: tuple[int, int] = (0, 0)
     segment_cycles_per_s: list[float] = dataclasses.field(default_factory=list)
     per_process: list[int] = dataclasses.field(default_factory=list)
 
@@ -510,6 +547,8 @@ class _Contended:
             self.pings += int(payload["pings"])
             self.timeouts += int(payload["timeouts"])
             self.cpu_s += float(payload["cpu_s"])
+            vol, invol = payload["switches"]
+            self.switches = (self.switches[0] + int(vol), self.switches[1] + int(invol))
         timeline.sort()
         for previous, following in itertools.pairwise(timeline):
             gap = following[0] - previous[1]
@@ -535,6 +574,7 @@ class _Contended:
             "segment_cycles_per_s": self.segment_cycles_per_s,
             "handoff": latency_summary(self.handoffs),
             "client_cpu_ms_per_cycle": round(self.cpu_s * 1000 / n, 4),
+            "context_switches_per_cycle": per_cycle_switches(*self.switches, n),
             "requests_per_cycle": round(self.packets / n, 3),
             "requests_per_cycle_uncorrected": round(self.packets_raw / n, 3),
             "worker_pings_subtracted": self.pings,
@@ -589,6 +629,10 @@ def run_contended(target: Target, s: Settings, pings: Callable[[], int]) -> dict
                 ),
                 "ours_over_kazoo_lock_client_cpu_per_cycle": ratio(
                     ours["client_cpu_ms_per_cycle"], kz["client_cpu_ms_per_cycle"]
+                ),
+                "ours_over_kazoo_lock_context_switches_per_cycle": ratio(
+                    ours["context_switches_per_cycle"]["total"],
+                    kz["context_switches_per_cycle"]["total"],
                 ),
             }
             results[str(processes)] = entry
