@@ -37,8 +37,7 @@ import logging
 import socket
 import time
 from collections import namedtuple
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 import kazoo.exceptions as kz_exc
@@ -46,12 +45,25 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionDropped
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.connection import _SESSION_EXPIRED, PING_XID
-from kazoo.protocol.serialization import CheckVersion, Create, Create2, Transaction, long_struct
+from kazoo.protocol.serialization import (
+    CheckVersion,
+    Create,
+    Create2,
+    Delete,
+    Exists,
+    GetChildren,
+    GetData,
+    SetData,
+    Sync,
+    Transaction,
+    long_struct,
+)
 from kazoo.protocol.states import EventType, KazooState, KeeperState
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
 from zk_recipes import _errors as errors
+from zk_recipes._client.direct_send import DirectSender
 from zk_recipes._client.poll_select import poll_select
 from zk_recipes._client.socket_io import read_exactly, send_all
 from zk_recipes._settings import ClientSettings
@@ -189,17 +201,6 @@ def translate(
     return errors.ZkRecipesError(f"ZooKeeper error on {where}: {exc!r}")
 
 
-@contextmanager
-def translated(path: str | None = None, *, stopped: bool = True) -> Iterator[None]:
-    """Re-raise kazoo exceptions inside the block as zk_recipes errors."""
-    try:
-        yield
-    except errors.ZkRecipesError:
-        raise
-    except (kz_exc.KazooException, KazooTimeoutError) as exc:
-        raise translate(exc, path, stopped=stopped) from exc
-
-
 class Pending(Generic[T]):
     """A request in flight (kazoo's async result), typed."""
 
@@ -220,7 +221,7 @@ class Pending(Generic[T]):
     def result(self, timeout: float | None = None) -> T:
         conn = self._conn
         stopped = conn is None or conn.stopping
-        # translated(), written out: this runs once per request.
+        # Once per request: a try, not a context manager.
         try:
             return self._convert(self._raw.get(block=True, timeout=timeout))
         except errors.ZkRecipesError:
@@ -327,6 +328,19 @@ class KazooConnection:
         self._sent: dict[int, float] = {}  # xid -> send time, until its reply is read
         self._ping_sent = 0.0
         self._connect_from: tuple[float, int | None] = (self.last_heard, None)
+        # Callers write their own requests while nothing is queued (direct_send's
+        # docstring); TLS, SASL, auth schemes and read-only mode keep kazoo's path.
+        self._direct = DirectSender(
+            pending=lambda: self._kz._pending,
+            queue=lambda: self._kz._queue,
+            next_xid=self._next_xid,
+            on_sent=self._sent.__setitem__,
+            timed_out=_write_timed_out,
+            broken=_broken,
+        )
+        self._direct_allowed = (
+            tls is None and not settings.sasl and not settings.auth and not settings.read_only
+        )
         self._install_hooks()
 
     @property
@@ -342,6 +356,11 @@ class KazooConnection:
         connect = conn._connect
         read = conn._read
         write = conn._write
+        send_request = conn._send_request
+        send_ping = conn._send_ping
+        connect_attempt = conn._connect_attempt
+        notify_pending = self._kz._notify_pending
+        direct = self._direct
         sent = self._sent
 
         def _submit(request: Any, timeout: float, xid: int | None = None) -> Any:
@@ -366,13 +385,38 @@ class KazooConnection:
             return header
 
         def _connect(host: str, hostip: str, port: int) -> Any:
+            direct.close()
             sent.clear()  # xids restart at 1 on every connection
             self._connect_from = (time.monotonic(), self._kz._session_id)
             read_timeout, connect_timeout = connect(host, hostip, port)
             # kazoo derives read_timeout = negotiated * 2/3 (ms) and keeps neither.
             self.negotiated_timeout = read_timeout * 1.5 / 1000.0
             sent.clear()  # the handshake's own xids (SASL) are not requests of ours
+            if self._direct_allowed and type(conn._socket) is socket.socket:
+                direct.open(conn._socket, connect_timeout / 1000.0)
             return read_timeout, connect_timeout
+
+        # kazoo's own writers take the direct senders' lock, so writes never interleave
+        # and _pending keeps wire order; a connection that drops or ends takes the
+        # socket away from direct senders before kazoo fails what is pending.
+        def _send_request(read_timeout: float, connect_timeout: float) -> Any:
+            with direct.lock:
+                return send_request(read_timeout, connect_timeout)
+
+        def _send_ping(connect_timeout: float) -> Any:
+            with direct.lock:
+                return send_ping(connect_timeout)
+
+        def _connect_attempt(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return connect_attempt(*args, **kwargs)
+            finally:
+                direct.close()
+
+        def _notify_pending(state: Any) -> None:
+            with direct.lock:
+                direct.close()
+                notify_pending(state)
 
         def _read(length: int, timeout: float) -> bytes:
             sock = conn._socket
@@ -411,10 +455,26 @@ class KazooConnection:
         conn._submit = _submit
         conn._read_header = _read_header
         conn._connect = _connect
+        conn._send_request = _send_request
+        conn._send_ping = _send_ping
+        conn._connect_attempt = _connect_attempt
+        self._kz._notify_pending = _notify_pending
         # Read and write first, wait only on EAGAIN (socket_io's docstring).
         conn._read = _read
         conn._write = _write
         self._kz.add_listener(self._kazoo_listener)
+
+    def _next_xid(self) -> int:
+        """kazoo's next request xid (its own rule); called under the direct senders' lock."""
+        conn = self._kz._connection
+        xid: int = (conn._xid % 2147483647) + 1
+        conn._xid = xid
+        return xid
+
+    @property
+    def direct_sends(self) -> tuple[int, int]:
+        """(requests written by their callers, direct writes that failed) so far."""
+        return self._direct.sent, self._direct.failed
 
     def _connected_now(self) -> None:
         """The handshake answered: what it proves about when the server heard us."""
@@ -623,51 +683,31 @@ class KazooConnection:
     def get_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[tuple[bytes, ZnodeStat]]:
-        self._admit(path)
-        try:
-            raw = self._kz.get_async(path, watch=self._watcher(watch))
-        except (kz_exc.KazooException, KazooTimeoutError) as exc:
-            raise translate(exc, path, stopped=self.stopping) from exc
+        raw = self._send(GetData(path, self._watcher(watch)), path)
         return Pending(raw, path, lambda r: (bytes(r[0] or b""), _stat(r[1])), self)
 
     def get_children_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[list[str]]:
-        self._admit(path)
-        try:
-            raw = self._kz.get_children_async(path, watch=self._watcher(watch))
-        except (kz_exc.KazooException, KazooTimeoutError) as exc:
-            raise translate(exc, path, stopped=self.stopping) from exc
+        raw = self._send(GetChildren(path, self._watcher(watch)), path)
         return Pending(raw, path, lambda r: [str(c) for c in r], self)
 
     def exists_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[ZnodeStat | None]:
-        self._admit(path)
-        try:
-            raw = self._kz.exists_async(path, watch=self._watcher(watch))
-        except (kz_exc.KazooException, KazooTimeoutError) as exc:
-            raise translate(exc, path, stopped=self.stopping) from exc
+        raw = self._send(Exists(path, self._watcher(watch)), path)
         return Pending(raw, path, lambda r: _stat(r) if r is not None else None, self)
 
     def set_async(self, path: str, data: bytes, version: int = -1) -> Pending[ZnodeStat]:
-        self._admit(path)
-        with translated(path, stopped=self.stopping):
-            raw = self._kz.set_async(path, data, version)
+        raw = self._send(SetData(path, data, version), path)
         return Pending(raw, path, _stat, self)
 
     def delete_async(self, path: str, version: int = -1) -> Pending[None]:
-        self._admit(path)
-        try:
-            raw = self._kz.delete_async(path, version)
-        except (kz_exc.KazooException, KazooTimeoutError) as exc:
-            raise translate(exc, path, stopped=self.stopping) from exc
+        raw = self._send(Delete(path, version), path)
         return Pending(raw, path, lambda r: None, self)
 
     def sync_async(self, path: str) -> Pending[None]:
-        self._admit(path)
-        with translated(path, stopped=self.stopping):
-            raw = self._kz.sync_async(path)
+        raw = self._send(Sync(path), path)
         return Pending(raw, path, lambda r: None, self)
 
     def _admit(self, path: str) -> None:
@@ -689,11 +729,17 @@ class KazooConnection:
             )
 
     def _call(self, request: Any, path: str, convert: Callable[[Any], T]) -> Pending[T]:
-        self._admit(path)
+        return Pending(self._send(request, path), path, convert, self)
+
+    def _send(self, request: Any, path: str) -> Any:
+        """Send ``request``: written by this thread when it may, else through kazoo's queue."""
         raw = self._kz.handler.async_result()
+        if self._direct.send(request, raw):
+            return raw
+        self._admit(path)
         if self._kz._call(request, raw) is False:
             raise translate(raw.exception, path, stopped=self.stopping)
-        return Pending(raw, path, convert, self)
+        return raw
 
     def _watcher(self, watch: WatchCallback | None) -> Callable[[Any], None] | None:
         if watch is None:

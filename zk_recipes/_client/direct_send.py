@@ -1,0 +1,136 @@
+"""Requests written by the calling thread, while nothing is queued ahead of them.
+
+Why: kazoo sends every request from its connection thread. The caller puts
+the request on a queue and writes one byte on a socket pair to wake that
+thread, which reads the byte back and writes the request: two system calls
+and a thread switch per request, and two of them sit on every lock
+hand-off (the re-list and the delete). Writing from the caller saves them
+(../shared/notes/perf-profile.md, cut 5).
+
+How it stays correct, the rules that KazooConnection wires in:
+
+- **One writer at a time, in wire order.** ``lock`` is held by a direct
+  send from the xid it takes to its last byte, and by kazoo's own senders
+  (``_send_request``, ``_send_ping``) around theirs. The reply reader
+  matches replies to ``_pending`` in order, so a request is appended there
+  before its first byte leaves, in the same step as its xid.
+- **Never ahead of the queue.** While kazoo's queue holds anything (requests
+  made while disconnected, an auth packet, the close request, the
+  expire-now marker), ``send`` says no and the caller queues behind it: the
+  queue only empties under ``lock``, after its last request was written, so
+  requests from one thread keep their order.
+- **Only on a connection that is up.** The socket is given at the end of a
+  successful handshake and taken away, under ``lock``, before kazoo fails the
+  pending requests of a dropped connection and when the connection attempt
+  ends. A send that meets no socket falls back to kazoo's queue, which
+  knows how to wait for the next connection.
+- **A failed write breaks the connection.** A frame may be half written, so
+  nothing more can follow it: the socket is shut down, kazoo's thread sees
+  the drop at once and fails every pending request, this one included, with
+  ConnectionLoss (which the caller reads from its result, as for any request
+  lost in a drop).
+
+Not used with TLS, SASL or auth schemes (KazooConnection never gives a
+socket then): those keep kazoo's path, which handles renegotiation and the
+auth packets' ordering.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from zk_recipes._client.socket_io import send_all
+
+_INT = struct.Struct("!i")
+
+
+class Request(Protocol):
+    """A kazoo request object (duck-typed: ``type`` and ``serialize()``)."""
+
+    type: int
+
+    def serialize(self) -> bytes | bytearray: ...
+
+
+class DirectSender:
+    """Writes requests from the calling thread when it may (see the module docstring)."""
+
+    def __init__(
+        self,
+        pending: Callable[[], Any],
+        queue: Callable[[], Any],
+        next_xid: Callable[[], int],
+        on_sent: Callable[[int, float], None],
+        timed_out: Callable[[], BaseException],
+        broken: Callable[[], BaseException],
+    ) -> None:
+        #: Held by every writer of this connection, kazoo's thread included. Reentrant:
+        #: kazoo may run a result's callbacks inline while failing pending requests.
+        self.lock = threading.RLock()
+        # kazoo's deques of (request, result, xid) and (request, result), read at each
+        # send: kazoo replaces them when a session ends.
+        self._pending = pending
+        self._queue = queue
+        self._next_xid = next_xid
+        self._on_sent = on_sent
+        self._timed_out = timed_out
+        self._broken = broken
+        self._socket: socket.socket | None = None
+        self._timeout = 0.0
+        #: Requests written directly, and writes that failed (for tests and benchmarks).
+        self.sent = 0
+        self.failed = 0
+
+    def open(self, sock: socket.socket, timeout: float) -> None:
+        """The handshake succeeded on ``sock``: direct sends may use it."""
+        with self.lock:
+            self._socket = sock
+            self._timeout = timeout
+
+    def close(self) -> None:
+        """No more direct sends on this connection (it is dropping, or done)."""
+        with self.lock:
+            self._socket = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._socket is not None
+
+    def send(self, request: Request, result: Any) -> bool:
+        """Write ``request`` now; False when it must go through kazoo's queue instead.
+
+        True means the request is pending: its reply, or the ConnectionLoss of
+        a drop, will complete ``result``.
+        """
+        if self._socket is None:
+            return False
+        body = request.serialize()  # a request that cannot be serialized raises here: nothing sent
+        with self.lock:
+            sock = self._socket
+            if sock is None or self._queue():
+                return False
+            xid = self._next_xid()
+            packet = _INT.pack(len(body) + 8) + _INT.pack(xid) + _INT.pack(request.type) + body
+            self._on_sent(xid, time.monotonic())
+            self._pending().append((request, result, xid))
+            try:
+                send_all(sock, packet, self._timeout, self._timed_out, self._broken)
+            except BaseException as exc:
+                self._break(sock)
+                if not isinstance(exc, Exception):
+                    raise  # interrupted: the drop will fail the request all the same
+            else:
+                self.sent += 1
+        return True
+
+    def _break(self, sock: socket.socket) -> None:
+        self.failed += 1
+        self._socket = None
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
