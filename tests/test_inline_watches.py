@@ -37,11 +37,13 @@ def test_a_marked_watch_runs_on_the_connection_thread(zk_client: ZkClient) -> No
     zk_client.create("/watched", b"")
     ours, users = Recorder(), Recorder()
     mark_inline(ours)
-    assert is_inline(ours) and not is_inline(users)
+    assert is_inline(ours)
+    assert not is_inline(users)
     zk_client.get("/watched", watch=ours)
     zk_client.exists("/watched", watch=users)
     zk_client.delete("/watched")
-    assert ours.fired.wait(5) and users.fired.wait(5)
+    assert ours.fired.wait(5)
+    assert users.fired.wait(5)
     assert ours.threads == [connection_thread(zk_client)]
     assert users.threads[0] is not connection_thread(zk_client)
     # The namespace is stripped from the path as for any watch.

@@ -40,6 +40,13 @@ pytestmark = pytest.mark.slow
 SESSION_TIMEOUT = 2.0
 
 
+def direct_sends(client: ZkClient) -> int:
+    """Requests the client's callers wrote themselves: the path under test here."""
+    conn = client._conn
+    assert conn is not None
+    return conn.direct_sends[0]
+
+
 class Sender:
     """Threads that each write and read their own node until told to stop.
 
@@ -188,6 +195,7 @@ def test_a_connection_broken_while_threads_send_ends_every_request(
     assert sender.mismatches == []
     assert sender.foreign == []
     assert sender.failed, "the fault failed no request"
+    assert direct_sends(client) > 0
 
 
 def test_expiry_while_threads_send_ends_every_request_and_work_goes_on(
@@ -250,3 +258,4 @@ def test_no_reply_is_matched_to_another_request_under_random_faults(
     assert injected == 6
     assert sender.mismatches == []
     assert sender.foreign == []
+    assert direct_sends(client) > 0

@@ -153,6 +153,9 @@ def test_sasl_digest_md5_client_uses_a_lock_others_cannot_touch(
     with Lock(twin, "/locks/job").acquired(timeout=5):
         pass
     assert _ephemerals(app, "/") == []
+    # SASL keeps kazoo's queue (auth packets are ordered there): no caller writes.
+    assert app._conn is not None
+    assert app._conn.direct_sends == (0, 0)
 
 
 def test_sasl_with_a_wrong_password_fails_at_start_with_a_clear_error(
@@ -272,6 +275,10 @@ def test_a_lock_works_over_tls(tls: TlsSetup, zk_client_factory: ClientFactory) 
     lock.release()
     assert other.acquire(timeout=5)
     other.release()
+    # TLS keeps kazoo's own send path (it knows renegotiation): no caller writes.
+    for client in (first, second):
+        assert client._conn is not None
+        assert client._conn.direct_sends == (0, 0)
 
 
 # kazoo 2.11 does not close the TLS socket when the handshake fails
