@@ -9,7 +9,10 @@ for what each figure means. Sections:
 - **uncontended**: one client, acquire+release in a loop, for (1) the raw floor
   (create ephemeral-sequential + get_children + delete, sequential sync calls
   on a plain kazoo client), (2) kazoo's ``Lock`` and (3) ours; interleaved in
-  rotating rounds. Latency percentiles, cycles/s, requests per cycle.
+  rotating rounds. Latency percentiles, cycles/s, requests per cycle. With
+  Java and Debian's Curator jars, (4) Curator's ``InterProcessMutex`` joins the
+  rounds (the interop peer, tests/interop/CuratorPeer.java, on the same server),
+  for Curator's absolute time beside ours.
 - **contended**: N spawned processes loop acquire -> release on one path for a
   fixed time after a start barrier, kazoo's Lock and ours in ABBA order.
   Cycles/s, requests per cycle, hand-off latency (next acquire-return minus
@@ -38,10 +41,12 @@ import math
 import os
 import resource
 import sys
+import tempfile
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from _common import (
@@ -69,6 +74,17 @@ from kazoo.exceptions import LockTimeout as KazooLockTimeout
 
 import zk_recipes
 from zk_recipes import Lock, LockLike, ZkClient, metrics
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The Curator peer runs with the JIT in full (the test peer stops at C1 to start fast).
+CURATOR_JVM_OPTIONS = (
+    "-Xshare:auto",
+    "-XX:-UsePerfData",
+    "-Xms64m",
+    "-Xmx512m",
+    "-Djava.net.preferIPv4Stack=true",
+    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+)
 
 SECTIONS = ("uncontended", "handoff", "contended", "watch", "metrics")
 IMPLS = ("kazoo_lock", "ours")
@@ -227,7 +243,7 @@ class _Tally:
     packets: float = 0.0
     pings: int = 0
     cpu_s: float = 0.0
-    switches: tuple[int, int] = (0, 0)
+    switches: tuple[int, int] | None = (0, 0)  # None: not measured (the JVM peer)
     round_p50_ms: list[float] = dataclasses.field(default_factory=list)
     round_cycles_per_s: list[float] = dataclasses.field(default_factory=list)
 
@@ -238,7 +254,9 @@ class _Tally:
             **latency_summary(self.samples),
             "cycles_per_s": round(n / (self.elapsed_ns / 1e9), 1),
             "client_cpu_ms_per_cycle": round(self.cpu_s * 1000 / n, 4),
-            "context_switches_per_cycle": per_cycle_switches(*self.switches, n),
+            "context_switches_per_cycle": (
+                per_cycle_switches(*self.switches, n) if self.switches is not None else None
+            ),
             "requests_per_cycle": round(self.packets / n, 3),
             "requests_per_cycle_uncorrected": round(self.packets_raw / n, 3),
             "own_pings_subtracted": self.pings,
@@ -271,6 +289,30 @@ def timed_cycles(cycle: Callable[[], object], count: int) -> tuple[list[int], in
         cycle()
         samples[index] = clock() - start
     return samples, clock() - begin
+
+
+def start_curator(target: Target, stack: contextlib.ExitStack) -> Any:
+    """The Curator interop peer on ``target``, or None (and why, on stderr) without Java/jars."""
+    sys.path.insert(0, str(ROOT))  # the peer lives with the interop tests
+    try:
+        from tests.interop.curator import CuratorPeer, CuratorUnavailable, build_curator_peer
+    except ImportError as exc:
+        progress(f"uncontended: no Curator peer ({exc}); Curator left out")
+        return None
+    try:
+        build = build_curator_peer(Path(stack.enter_context(tempfile.TemporaryDirectory())))
+    except CuratorUnavailable as exc:
+        progress(f"uncontended: Curator left out: {exc}")
+        return None
+    peer = CuratorPeer(build, target.hosts, 10_000, jvm_options=CURATOR_JVM_OPTIONS)
+    stack.callback(peer.close)
+    return peer
+
+
+def curator_cycles(peer: Any, path: str, count: int, warmup: int = 0) -> tuple[list[int], int]:
+    """(per-cycle ns, JVM CPU ns) for ``count`` timed InterProcessMutex cycles in the peer."""
+    cpu, *samples = (int(x) for x in peer.call(f"cycles {path} {count} {warmup}", 300.0).split())
+    return samples, cpu
 
 
 def run_uncontended(target: Target, s: Settings, pings: Callable[[], int]) -> dict[str, Any]:
@@ -312,26 +354,44 @@ def run_uncontended(target: Target, s: Settings, pings: Callable[[], int]) -> di
         for name, cycle in cycles.items():
             progress(f"uncontended: warm-up {name} ({s.warmup} cycles)")
             timed_cycles(cycle, s.warmup)
+        peer = start_curator(target, stack)
+        curator_path = f"{root}/curator/uncontended"
+        if peer is not None:
+            # The JIT needs more than a few hundred cycles to settle: warm up 2000.
+            progress("uncontended: warm-up curator_mutex (2000 cycles, in the JVM)")
+            curator_cycles(peer, curator_path, 1, 2000)
+        names = [*cycles, "curator_mutex"] if peer is not None else list(cycles)
 
         def all_pings() -> int:
             return pings() + sum(c.value for c in counters)
 
-        tallies = {name: _Tally() for name in cycles}
+        tallies = {name: _Tally() for name in names}
         per_round = s.cycles // s.rounds
-        for index, order in rotating_rounds(list(cycles), s.rounds):
+        for index, order in rotating_rounds(names, s.rounds):
             progress(f"uncontended: round {index + 1}/{s.rounds} ({', '.join(order)})")
             for name in order:
                 gc.collect()
+                if name == "curator_mutex":
+                    with PacketWindow(target, all_pings) as window:
+                        samples, cpu_ns = curator_cycles(peer, curator_path, per_round)
+                    tally = tallies[name]
+                    tally.switches = None
+                    tally.cpu_s += cpu_ns / 1e9
+                    tally.samples += samples
+                    tally.elapsed_ns += sum(samples)
+                    tally.packets_raw += window.raw
+                    tally.packets += window.corrected
+                    tally.round_p50_ms.append(median(samples) / 1e6)
+                    tally.round_cycles_per_s.append(per_round / (sum(samples) / 1e9))
+                    continue
                 cpu, (vol, invol) = time.process_time(), context_switches()
                 with PacketWindow(target, all_pings) as window:
                     samples, elapsed = timed_cycles(cycles[name], per_round)
                 tally = tallies[name]
                 tally.cpu_s += time.process_time() - cpu
                 vol_after, invol_after = context_switches()
-                tally.switches = (
-                    tally.switches[0] + vol_after - vol,
-                    tally.switches[1] + invol_after - invol,
-                )
+                before = tally.switches or (0, 0)
+                tally.switches = (before[0] + vol_after - vol, before[1] + invol_after - invol)
                 tally.samples += samples
                 tally.elapsed_ns += elapsed
                 tally.packets_raw += window.raw
@@ -348,7 +408,22 @@ def run_uncontended(target: Target, s: Settings, pings: Callable[[], int]) -> di
         values = [x / y for x, y in pairs if y]
         return round(median(values), 3) if values else None
 
+    curator = results.get("curator_mutex")
+    curator_ratios = (
+        {
+            "ours_p50_over_curator_mutex_p50": ratio(ours_r["p50_ms"], curator["p50_ms"]),
+            "ours_over_curator_mutex_cycles_per_s": ratio(
+                ours_r["cycles_per_s"], curator["cycles_per_s"]
+            ),
+            "paired_median_ours_over_curator_mutex_p50": paired(
+                "ours", "curator_mutex", "round_p50_ms"
+            ),
+        }
+        if curator is not None
+        else {}
+    )
     results["ratios"] = {
+        **curator_ratios,
         "ours_p50_over_raw_floor_p50": ratio(ours_r["p50_ms"], raw["p50_ms"]),
         "kazoo_lock_p50_over_raw_floor_p50": ratio(kz["p50_ms"], raw["p50_ms"]),
         "ours_p50_over_kazoo_lock_p50": ratio(ours_r["p50_ms"], kz["p50_ms"]),

@@ -85,7 +85,12 @@ def test_a_lock_waiter_wakes_while_a_user_watch_holds_kazoos_worker(
 
     assert holder.acquire(timeout=5)
     got = threading.Event()
-    thread = threading.Thread(target=lambda: waiter.acquire(timeout=15) and got.set())
+
+    def wait_turn() -> None:
+        if waiter.acquire(timeout=15):
+            got.set()
+
+    thread = threading.Thread(target=wait_turn)
     thread.start()
     try:
         wait_until(lambda: len(holder.contenders()) == 2, "the waiter queued", timeout=5)

@@ -67,6 +67,11 @@
  * Client:
  *   getdata PATH -> OK <lower-case hex>   children PATH -> OK <names, sorted>
  *   session -> OK <session id hex>       ping -> OK      closeclient -> OK     quit -> OK, exit
+ * Benchmark (benchmarks/locks.py, Curator's absolute time beside ours):
+ *   cycles PATH COUNT [WARMUP]       -> OK <cpu_ns> <ns> <ns> ...: WARMUP untimed, then COUNT
+ *                                       timed acquire()+release() of one InterProcessMutex on
+ *                                       PATH, on the command thread; each cycle's wall time, and
+ *                                       the JVM's CPU time over the timed cycles (all threads)
  *   Connection states are reported as EVENT @client <STATE> (CONNECTED, SUSPENDED, ...).
  */
 
@@ -731,6 +736,37 @@ public final class CuratorPeer {
 
     // -- commands -----------------------------------------------------------------------------
 
+    static String cycles(String[] a) throws Exception {
+        need(a, 3, 4, "cycles PATH COUNT [WARMUP]");
+        int count = Integer.parseInt(a[2]);
+        int warmup = a.length > 3 ? Integer.parseInt(a[3]) : 0;
+        if (count < 1 || warmup < 0) {
+            throw new CommandError("COUNT must be at least 1 and WARMUP at least 0");
+        }
+        InterProcessMutex mutex = new InterProcessMutex(client, a[1]);
+        for (int i = 0; i < warmup; i++) {
+            mutex.acquire();
+            mutex.release();
+        }
+        com.sun.management.OperatingSystemMXBean os =
+                (com.sun.management.OperatingSystemMXBean)
+                        java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        long[] samples = new long[count];
+        long cpu = os.getProcessCpuTime();
+        for (int i = 0; i < count; i++) {
+            long start = System.nanoTime();
+            mutex.acquire();
+            mutex.release();
+            samples[i] = System.nanoTime() - start;
+        }
+        cpu = os.getProcessCpuTime() - cpu;
+        StringBuilder reply = new StringBuilder("OK ").append(cpu);
+        for (long sample : samples) {
+            reply.append(' ').append(sample);
+        }
+        return reply.toString();
+    }
+
     static String acquire(String[] a) throws Exception {
         need(a, 2, 4, "acquire NAME [TIMEOUTMS|-] [QTY]");
         String name = a[1];
@@ -909,6 +945,8 @@ public final class CuratorPeer {
                 handles.put(name, new AtomicHandle(name, a[2]));
                 return "OK";
             }
+            case "cycles":
+                return cycles(a);
             case "acquire":
                 return acquire(a);
             case "release":
