@@ -37,14 +37,6 @@ class Request:
         return self.body
 
 
-class TimedOut(Exception):
-    pass
-
-
-class Broken(Exception):
-    pass
-
-
 class Rig:
     """A DirectSender on a real socket pair, with kazoo's deques and xid rule."""
 
@@ -60,8 +52,6 @@ class Rig:
             queue=lambda: self.queue,
             next_xid=self._next,
             on_sent=self.sent_at.__setitem__,
-            timed_out=TimedOut,
-            broken=Broken,
         )
         self.sender.open(self.ours, 1.0)
 
@@ -147,6 +137,20 @@ def test_a_request_that_cannot_be_serialized_sends_nothing(rig: Rig) -> None:
     assert not rig.pending
     assert rig.xid == 0
     assert rig.sender.is_open
+
+
+def test_an_interrupted_send_breaks_the_connection_and_raises(rig: Rig) -> None:
+    class Interrupted(Exception):  # as a signal handler's exception: not a socket error
+        pass
+
+    def interrupted_xid() -> int:
+        raise Interrupted
+
+    rig.sender._next_xid = interrupted_xid
+    with pytest.raises(Interrupted):
+        rig.sender.send(Request(b"x"), object())
+    assert rig.sender.failed == 1
+    assert not rig.sender.is_open
 
 
 def test_a_failed_write_breaks_the_connection(rig: Rig) -> None:

@@ -28,7 +28,9 @@ How it stays correct, the rules that KazooConnection wires in:
   nothing more can follow it: the socket is shut down, kazoo's thread sees
   the drop at once and fails every pending request, this one included, with
   ConnectionLoss (which the caller reads from its result, as for any request
-  lost in a drop).
+  lost in a drop). A send interrupted anywhere between its xid and its last
+  byte (a signal handler that raises, an asynchronous exception) breaks the
+  connection the same way, then lets the interruption go on up.
 
 Not used with TLS, SASL or auth schemes (KazooConnection never gives a
 socket then): those keep kazoo's path, which handles renegotiation and the
@@ -50,6 +52,14 @@ from zk_recipes._client.socket_io import send_all
 _INT = struct.Struct("!i")
 
 
+class _WriteTimedOut(Exception):
+    """The socket stayed full for the whole timeout (the server is not reading)."""
+
+
+class _PeerClosed(Exception):
+    """The server closed the connection."""
+
+
 class Request(Protocol):
     """A kazoo request object (duck-typed: ``type`` and ``serialize()``)."""
 
@@ -67,8 +77,6 @@ class DirectSender:
         queue: Callable[[], Any],
         next_xid: Callable[[], int],
         on_sent: Callable[[int, float], None],
-        timed_out: Callable[[], BaseException],
-        broken: Callable[[], BaseException],
     ) -> None:
         #: Held by every writer of this connection, kazoo's thread included. Reentrant:
         #: kazoo may run a result's callbacks inline while failing pending requests.
@@ -79,8 +87,6 @@ class DirectSender:
         self._queue = queue
         self._next_xid = next_xid
         self._on_sent = on_sent
-        self._timed_out = timed_out
-        self._broken = broken
         self._socket: socket.socket | None = None
         self._timeout = 0.0
         #: Requests written directly, and writes that failed (for tests and benchmarks).
@@ -115,16 +121,20 @@ class DirectSender:
             sock = self._socket
             if sock is None or self._queue():
                 return False
-            xid = self._next_xid()
-            packet = _INT.pack(len(body) + 8) + _INT.pack(xid) + _INT.pack(request.type) + body
-            self._on_sent(xid, time.monotonic())
-            self._pending().append((request, result, xid))
             try:
-                send_all(sock, packet, self._timeout, self._timed_out, self._broken)
-            except BaseException as exc:
+                xid = self._next_xid()
+                packet = _INT.pack(len(body) + 8) + _INT.pack(xid) + _INT.pack(request.type) + body
+                self._on_sent(xid, time.monotonic())
+                self._pending().append((request, result, xid))
+                send_all(sock, packet, self._timeout, _WriteTimedOut, _PeerClosed)
+            except (OSError, _WriteTimedOut, _PeerClosed):
+                self._break(sock)  # the drop fails the request: the caller reads that
+            except BaseException:
+                # Interrupted (a signal handler or an asynchronous exception raised in
+                # this thread) somewhere between the xid and the last byte: the wire and
+                # the pending list may disagree, so this connection must end too.
                 self._break(sock)
-                if not isinstance(exc, Exception):
-                    raise  # interrupted: the drop will fail the request all the same
+                raise
             else:
                 self.sent += 1
         return True

@@ -335,8 +335,6 @@ class KazooConnection:
             queue=lambda: self._kz._queue,
             next_xid=self._next_xid,
             on_sent=self._sent.__setitem__,
-            timed_out=_write_timed_out,
-            broken=_broken,
         )
         self._direct_allowed = (
             tls is None and not settings.sasl and not settings.auth and not settings.read_only
