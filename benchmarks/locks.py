@@ -109,12 +109,14 @@ class Settings:
     quiet_s: float
     session_timeout_s: float
     handoffs: int
+    #: ABBA rounds per process count in ``contended`` (each lock runs duration_s per round).
+    contended_rounds: int
 
     @classmethod
     def make(cls, quick: bool) -> Settings:
         if quick:
-            return cls(300, 50, 5, (2, 8, 32), 2.0, (1, 10, 100), 50, 0.3, 0.5, 10.0, 100)
-        return cls(2000, 200, 5, (2, 8, 32), 5.0, (1, 10, 100, 1000), 50, 0.5, 2.0, 10.0, 500)
+            return cls(300, 50, 5, (2, 8, 32), 2.0, (1, 10, 100), 50, 0.3, 0.5, 10.0, 100, 1)
+        return cls(2000, 200, 5, (2, 8, 32), 5.0, (1, 10, 100, 1000), 50, 0.5, 2.0, 10.0, 500, 3)
 
 
 # -- clients and locks, for kazoo's Lock and ours ------------------------------------------
@@ -659,6 +661,16 @@ class _Contended:
         }
 
 
+def per_round_ratios(ours: Sequence[float], theirs: Sequence[float]) -> list[float]:
+    """Ours over theirs per ABBA round: each lock's two segments of the round, averaged."""
+    pairs = range(0, min(len(ours), len(theirs)) - 1, 2)
+    return [
+        round((ours[i] + ours[i + 1]) / (theirs[i] + theirs[i + 1]), 3)
+        for i in pairs
+        if theirs[i] + theirs[i + 1]
+    ]
+
+
 def run_contended(target: Target, s: Settings, pings: Callable[[], int]) -> dict[str, Any]:
     results: dict[str, Any] = {}
     half = s.duration_s / 2
@@ -668,7 +680,8 @@ def run_contended(target: Target, s: Settings, pings: Callable[[], int]) -> dict
             first, second = IMPLS if index % 2 == 0 else IMPLS[::-1]
             tallies = {impl: _Contended() for impl in IMPLS}
             workers = list(range(processes))
-            for segment, impl in enumerate((first, second, second, first)):  # ABBA
+            abba = (first, second, second, first)
+            for segment, impl in enumerate(abba * s.contended_rounds):
                 progress(f"contended: {processes} processes, {impl}, {half:g} s (part {segment})")
                 namespace, path = lock_location(target.root, impl, f"/contended/p{processes}")
                 spec = {
@@ -687,12 +700,18 @@ def run_contended(target: Target, s: Settings, pings: Callable[[], int]) -> dict
                 pool.send(workers, ("close", None))
                 pool.gather(workers, "closed", 60.0)
                 tallies[impl].add(start_ns, done, window)
-            entry = {impl: tallies[impl].result(processes, s.duration_s) for impl in IMPLS}
+            measured = s.duration_s * s.contended_rounds
+            entry = {impl: tallies[impl].result(processes, measured) for impl in IMPLS}
             kz, ours = entry["kazoo_lock"], entry["ours"]
+            rounds = per_round_ratios(
+                tallies["ours"].segment_cycles_per_s, tallies["kazoo_lock"].segment_cycles_per_s
+            )
             entry["ratios"] = {
                 "ours_over_kazoo_lock_cycles_per_s": ratio(
                     ours["cycles_per_s"], kz["cycles_per_s"]
                 ),
+                "round_ours_over_kazoo_lock_cycles_per_s": rounds,
+                "median_round_ours_over_kazoo_lock_cycles_per_s": round(median(rounds), 3),
                 "ours_over_kazoo_lock_handoff_p50": ratio(
                     ours["handoff"].get("p50_ms", math.nan), kz["handoff"].get("p50_ms", math.nan)
                 ),
@@ -842,8 +861,10 @@ def notes(s: Settings, target: Target, sections: Sequence[str]) -> list[str]:
         "the session timeout of silence on a connection, so pings are rare; "
         "requests_per_cycle_uncorrected shows the figure before any correction.",
         "contended: processes are spawned once and reused; each (processes, lock) pair runs "
-        f"{s.duration_s:g} s in two halves in ABBA order, each after a start barrier on the "
-        "system-wide monotonic clock. hand-off = next acquire-return minus previous "
+        f"{s.duration_s:g} s per round in two halves in ABBA order, {s.contended_rounds} "
+        "round(s), each half after a start barrier on the system-wide monotonic clock; "
+        "cycles_per_s is over all of a lock's halves, median_round_... the median of the "
+        "per-round ratios. hand-off = next acquire-return minus previous "
         "release-call on the merged, sorted timeline of all processes (the critical "
         "section is empty); exclusion_violations counts negative hand-offs (must be 0).",
         "watch: waiters are Lock objects (each its own contender), "
