@@ -9,13 +9,16 @@ long run: about 11 minutes in all), and prints the checker's JSON on stdout
 (progress on stderr: each fault, its target, its time in the run). Exit
 status 1 when a figure that must be zero is not. A fault that fails (a quorum
 that does not come back in time) is listed in ``fault_errors`` and the run
-goes on. See docs/chaos.md for how to read the figures.
+goes on. Without ``--keep``, a run with a figure off keeps its history and
+worker logs all the same, in a new directory named on stderr: a rare failure
+is worth nothing without them. See docs/chaos.md for how to read the figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import sys
 import tempfile
 import time
@@ -88,15 +91,20 @@ def main(argv: list[str] | None = None) -> int:
             with ZkClient(cluster.connect_string, connection_timeout=30.0) as admin:
                 admin.create(namespace, parents=True)
             report = run_chaos(cluster, namespace, run_dir, config, log=_say)
-    if args.keep is None:
+        bad = [f"{a}.{b}" for a, b in MUST_BE_ZERO if report[a][b]] + (
+            ["orphans"] if report["orphans"] else []
+        )
+        if bad and args.keep is None:
+            kept = Path(tempfile.mkdtemp(prefix="zk-chaos-failed-"))
+            shutil.copytree(run_dir, kept, dirs_exist_ok=True)
+            report["history"] = str(kept / "history.sqlite")
+            _say(f"a figure is off: history and worker logs kept in {kept}")
+    if args.keep is None and not bad:
         report.pop("history")
     document = render(report)
     print(document)
     if args.out is not None:
         args.out.write_text(document + "\n")
-    bad = [f"{a}.{b}" for a, b in MUST_BE_ZERO if report[a][b]] + (
-        ["orphans"] if report["orphans"] else []
-    )
     summary = (
         f"{report['acquisitions']} acquisitions, {report['faults_applied']} faults "
         f"{report['faults']}, {len(report['fault_errors'])} failed"
