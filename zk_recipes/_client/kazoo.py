@@ -23,8 +23,13 @@ What it adds to kazoo:
   session instead of resuming the old one, for simulated expiry.
 - Error translation: kazoo exceptions become zk_recipes errors, with
   messages from one table.
+- **The lean request path** (docs/request-path.md): the hooks that put
+  poll_select, socket_io and direct_send on kazoo's connection, and the
+  internal wake-ups that skip kazoo's watch worker (``mark_inline``). Those
+  three modules hold the logic and never import kazoo; this file only wires
+  them to kazoo's internals.
 
-Size (~600 lines, over the house's ~450): this is the one file allowed to
+Size (~770 lines, over the house's ~450): this is the one file allowed to
 import kazoo, so every reach into it — hooks, wire requests, error
 translation, typed requests — must live here; splitting it would make a
 second kazoo importer.
