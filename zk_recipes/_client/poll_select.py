@@ -35,6 +35,22 @@ _READABLE = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR | s
 _WRITABLE = select.POLLOUT | select.POLLHUP | select.POLLERR | select.POLLNVAL
 
 
+def _milliseconds(timeout: float | None) -> int | None:
+    # poll takes whole milliseconds: round up, as selectors does, never to a busy 0.
+    return None if timeout is None else math.ceil(timeout * 1000)
+
+
+def wait_ready(fd: Any, events: int, timeout: float | None) -> bool:
+    """Whether ``fd`` became ready for ``events`` (POLLIN or POLLOUT) within ``timeout`` s.
+
+    One descriptor, one direction: the wait of socket_io's reads and writes.
+    """
+    poller = select.poll()
+    poller.register(fd, events)
+    wanted = _READABLE if events & select.POLLIN else _WRITABLE
+    return any(revents & wanted for _, revents in poller.poll(_milliseconds(timeout)))
+
+
 def _fd(fileobj: Any) -> int:
     if isinstance(fileobj, int):
         fd = fileobj
@@ -70,8 +86,7 @@ def poll_select(
     poller = select.poll()
     for fd, mask in masks.items():
         poller.register(fd, mask)
-    # poll takes whole milliseconds: round up, as selectors does, never to a busy 0.
-    ready = poller.poll(None if timeout is None else math.ceil(timeout * 1000))
+    ready = poller.poll(_milliseconds(timeout))
     readable: list[Any] = []
     writable: list[Any] = []
     for fd, events in ready:

@@ -24,23 +24,11 @@ A candidate for kazoo upstream, with poll_select: both help every kazoo user.
 
 from __future__ import annotations
 
-import math
 import select
 import socket
 from collections.abc import Callable
 
-_READ_READY = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR | select.POLLNVAL
-_WRITE_READY = select.POLLOUT | select.POLLHUP | select.POLLERR | select.POLLNVAL
-
-
-def wait_for(sock: socket.socket, events: int, timeout: float | None) -> bool:
-    """Whether ``sock`` became ready for ``events`` (POLLIN or POLLOUT) within ``timeout`` s."""
-    poller = select.poll()
-    poller.register(sock, events)
-    # poll takes whole milliseconds: round up, as selectors does, never to a busy 0.
-    ready = poller.poll(None if timeout is None else math.ceil(timeout * 1000))
-    wanted = _READ_READY if events & select.POLLIN else _WRITE_READY
-    return any(revents & wanted for _, revents in ready)
+from zk_recipes._client.poll_select import wait_ready
 
 
 def read_exactly(
@@ -61,7 +49,7 @@ def read_exactly(
         try:
             chunk = sock.recv(remaining)
         except BlockingIOError:
-            if not wait_for(sock, select.POLLIN, timeout):
+            if not wait_ready(sock, select.POLLIN, timeout):
                 raise timed_out() from None
             continue
         if not chunk:
@@ -87,7 +75,7 @@ def send_all(
         try:
             count = sock.send(view[sent:])
         except BlockingIOError:
-            if not wait_for(sock, select.POLLOUT, timeout):
+            if not wait_ready(sock, select.POLLOUT, timeout):
                 raise timed_out() from None
             continue
         if not count:
