@@ -66,15 +66,7 @@ from zk_recipes._internals.threads import run_in_thread
 from zk_recipes._logfields import fields
 from zk_recipes._retry import retry
 from zk_recipes._settings import ClientSettings
-from zk_recipes._types import (
-    Acl,
-    CreateMode,
-    WatchCallback,
-    WatchEvent,
-    ZnodeStat,
-    is_inline,
-    mark_inline,
-)
+from zk_recipes._types import Acl, CreateMode, WatchCallback, ZnodeStat
 
 log = logging.getLogger("zk_recipes.client")
 
@@ -173,8 +165,7 @@ class ZkClient:
                 if concurrent is None:
                     if self._started:
                         return self
-                    conn = self._conn = KazooConnection(self.settings, self._tracker.on_raw_state)
-                    self._tracker.attach(conn)
+                    conn = self._new_connection()
                     self._started = True
                     starting = self._starting = threading.Event()
                     break
@@ -296,8 +287,7 @@ class ZkClient:
                 with self._lock:
                     if self._closed:
                         return
-                    conn = self._conn = KazooConnection(self.settings, self._tracker.on_raw_state)
-                    self._tracker.attach(conn)
+                    conn = self._new_connection()
                 try:
                     conn.start(self.settings.connection_timeout)
                 except Exception as exc:  # keep trying whatever it was: never a zombie
@@ -442,6 +432,17 @@ class ZkClient:
                 "zk_recipes framework integrations do this for you."
             )
 
+    def _new_connection(self) -> KazooConnection:
+        """A new connection, the current one from now on (call under ``_lock``).
+
+        Its watches see paths relative to the namespace, as every caller does.
+        """
+        conn = self._conn = KazooConnection(
+            self.settings, self._tracker.on_raw_state, event_path=self._rel
+        )
+        self._tracker.attach(conn)
+        return conn
+
     def _usable(self) -> KazooConnection:
         self._check_fork()
         conn = self._conn
@@ -485,17 +486,6 @@ class ZkClient:
         return retry(self.settings.retry_policy, fn, deadline=deadline)
 
     # ------------------------------------------------------------------ requests
-    def _watch(self, watch: WatchCallback | None) -> WatchCallback | None:
-        if watch is None or not self.settings.namespace:
-            return watch
-
-        def _relative(event: WatchEvent) -> object:
-            return watch(WatchEvent(event.type, self._rel(event.path) if event.path else None))
-
-        if is_inline(watch):
-            mark_inline(_relative)
-        return _relative
-
     def _checked_data(self, data: object, path: str) -> bytes:
         return _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
 
@@ -615,25 +605,15 @@ class ZkClient:
     def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, ZnodeStat]:
         """The node's data and stat; ``watch`` fires once on change or delete."""
         _paths.validate_path(path)
-        return (
-            self._usable().get_async(self._abs(path), self._watch(watch)).result(self._op_timeout)
-        )
+        return self._usable().get_async(self._abs(path), watch).result(self._op_timeout)
 
     def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
         _paths.validate_path(path)
-        return (
-            self._usable()
-            .get_children_async(self._abs(path), self._watch(watch))
-            .result(self._op_timeout)
-        )
+        return self._usable().get_children_async(self._abs(path), watch).result(self._op_timeout)
 
     def exists(self, path: str, watch: WatchCallback | None = None) -> ZnodeStat | None:
         _paths.validate_path(path)
-        return (
-            self._usable()
-            .exists_async(self._abs(path), self._watch(watch))
-            .result(self._op_timeout)
-        )
+        return self._usable().exists_async(self._abs(path), watch).result(self._op_timeout)
 
     def _exists_abs(self, path: str) -> ZnodeStat | None:
         return self._live_conn().exists_async(path).result(self._op_timeout)
@@ -734,19 +714,19 @@ class ZkClient:
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[list[str]]:
         _paths.validate_path(path)
-        return self._usable().get_children_async(self._abs(path), self._watch(watch))
+        return self._usable().get_children_async(self._abs(path), watch)
 
     def get_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[tuple[bytes, ZnodeStat]]:
         _paths.validate_path(path)
-        return self._usable().get_async(self._abs(path), self._watch(watch))
+        return self._usable().get_async(self._abs(path), watch)
 
     def exists_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[ZnodeStat | None]:
         _paths.validate_path(path)
-        return self._usable().exists_async(self._abs(path), self._watch(watch))
+        return self._usable().exists_async(self._abs(path), watch)
 
     def delete_async(self, path: str, version: int = -1) -> Pending[None]:
         """Send a delete without waiting (no guarantee: see ``delete(guaranteed=True)``)."""

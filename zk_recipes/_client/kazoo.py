@@ -294,9 +294,17 @@ RawStateHook = Callable[["KazooConnection", str, int], None]
 class KazooConnection:
     """One KazooClient, its connection hooks, and typed requests (paths are absolute)."""
 
-    def __init__(self, settings: ClientSettings, on_state: RawStateHook) -> None:
+    def __init__(
+        self,
+        settings: ClientSettings,
+        on_state: RawStateHook,
+        *,
+        event_path: Callable[[str], str] | None = None,
+    ) -> None:
         self._settings = settings
         self._on_state = on_state
+        #: Maps a server path to the one watch callbacks see (the client strips its namespace).
+        self._event_path = event_path
         tls = settings.tls
         self._kz_kwargs: dict[str, Any] = dict(
             hosts=settings.hosts,
@@ -748,8 +756,13 @@ class KazooConnection:
         if watch is None:
             return None
 
+        event_path = self._event_path
+
         def _fire(event: Any) -> None:
-            watch(WatchEvent(_EVENT_TYPES.get(event.type, WatchEventType.NONE), event.path))
+            path = event.path
+            if event_path is not None:
+                path = event_path(path) if path else None
+            watch(WatchEvent(_EVENT_TYPES.get(event.type, WatchEventType.NONE), path))
 
         if is_inline(watch):
             mark_inline(_fire)
