@@ -262,6 +262,12 @@ def _broken() -> BaseException:
     return error
 
 
+def _dropped(exc: OSError) -> BaseException:
+    """A socket error as kazoo's ``_socket_error_handling`` reports it."""
+    error: BaseException = ConnectionDropped(f"socket connection error: {exc.strerror or exc}")
+    return error
+
+
 def _kazoo_acl(acl: Sequence[Acl]) -> list[Any]:
     return [ACL(int(a.perms), Id(a.scheme, a.id)) for a in acl]
 
@@ -435,8 +441,8 @@ class KazooConnection:
                 return read(length, timeout)  # type: ignore[no-any-return]
             try:
                 return read_exactly(sock, length, timeout, _read_timed_out, _broken)
-            except OSError as exc:  # as kazoo's _socket_error_handling
-                raise ConnectionDropped(f"socket connection error: {exc.strerror or exc}") from exc
+            except OSError as exc:
+                raise _dropped(exc) from exc
 
         def _write(message: bytes, timeout: float) -> None:
             sock = conn._socket
@@ -446,7 +452,7 @@ class KazooConnection:
             try:
                 send_all(sock, message, timeout, _write_timed_out, _broken)
             except OSError as exc:
-                raise ConnectionDropped(f"socket connection error: {exc.strerror or exc}") from exc
+                raise _dropped(exc) from exc
 
         handler = self._kz.handler
         dispatch = handler.dispatch_callback
