@@ -249,6 +249,30 @@ class _Tally:
     round_p50_ms: list[float] = dataclasses.field(default_factory=list)
     round_cycles_per_s: list[float] = dataclasses.field(default_factory=list)
 
+    def add_round(
+        self,
+        samples: list[int],
+        elapsed_ns: int,
+        cpu_s: float,
+        *,
+        switches: tuple[int, int] | None = None,
+        window: PacketWindow | None = None,
+    ) -> None:
+        """One round's cycles; ``switches`` None: not measured (the tally then reports none)."""
+        self.samples += samples
+        self.elapsed_ns += elapsed_ns
+        self.cpu_s += cpu_s
+        if switches is None or self.switches is None:
+            self.switches = None
+        else:
+            self.switches = (self.switches[0] + switches[0], self.switches[1] + switches[1])
+        if window is not None:
+            self.packets_raw += window.raw
+            self.packets += window.corrected
+            self.pings += window.pings_sent
+        self.round_p50_ms.append(median(samples) / 1e6)
+        self.round_cycles_per_s.append(len(samples) / (elapsed_ns / 1e9))
+
     def result(self) -> dict[str, Any]:
         n = len(self.samples)
         return {
@@ -373,34 +397,23 @@ def run_uncontended(target: Target, s: Settings, pings: Callable[[], int]) -> di
             progress(f"uncontended: round {index + 1}/{s.rounds} ({', '.join(order)})")
             for name in order:
                 gc.collect()
-                if name == "curator_mutex":
+                if name == "curator_mutex":  # the JVM times its own cycles and CPU
                     with PacketWindow(target, all_pings) as window:
                         samples, cpu_ns = curator_cycles(peer, curator_path, per_round)
-                    tally = tallies[name]
-                    tally.switches = None
-                    tally.cpu_s += cpu_ns / 1e9
-                    tally.samples += samples
-                    tally.elapsed_ns += sum(samples)
-                    tally.packets_raw += window.raw
-                    tally.packets += window.corrected
-                    tally.round_p50_ms.append(median(samples) / 1e6)
-                    tally.round_cycles_per_s.append(per_round / (sum(samples) / 1e9))
+                    tallies[name].add_round(samples, sum(samples), cpu_ns / 1e9, window=window)
                     continue
                 cpu, (vol, invol) = time.process_time(), context_switches()
                 with PacketWindow(target, all_pings) as window:
                     samples, elapsed = timed_cycles(cycles[name], per_round)
-                tally = tallies[name]
-                tally.cpu_s += time.process_time() - cpu
+                cpu_s = time.process_time() - cpu
                 vol_after, invol_after = context_switches()
-                before = tally.switches or (0, 0)
-                tally.switches = (before[0] + vol_after - vol, before[1] + invol_after - invol)
-                tally.samples += samples
-                tally.elapsed_ns += elapsed
-                tally.packets_raw += window.raw
-                tally.packets += window.corrected
-                tally.pings += window.pings_sent
-                tally.round_p50_ms.append(median(samples) / 1e6)
-                tally.round_cycles_per_s.append(per_round / (elapsed / 1e9))
+                tallies[name].add_round(
+                    samples,
+                    elapsed,
+                    cpu_s,
+                    switches=(vol_after - vol, invol_after - invol),
+                    window=window,
+                )
 
     results = {name: tally.result() for name, tally in tallies.items()}
     raw, kz, ours_r = results["raw_floor"], results["kazoo_lock"], results["ours"]
@@ -491,12 +504,7 @@ def run_metrics(target: Target, s: Settings) -> dict[str, Any]:
                     gc.collect()
                     cpu = time.process_time()
                     samples, elapsed = timed_cycles(cycle, per_round)
-                    tally = tallies[mode]
-                    tally.cpu_s += time.process_time() - cpu
-                    tally.samples += samples
-                    tally.elapsed_ns += elapsed
-                    tally.round_p50_ms.append(median(samples) / 1e6)
-                    tally.round_cycles_per_s.append(per_round / (elapsed / 1e9))
+                    tallies[mode].add_round(samples, elapsed, time.process_time() - cpu)
     finally:
         if previous is not None:
             metrics.enable(previous)
