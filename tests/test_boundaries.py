@@ -1,22 +1,30 @@
-"""The package boundaries of STYLE.md, checked on the source (AST only, nothing imported).
+"""The package boundaries of STYLE.md and the layering of DESIGN.md, checked on the source.
 
-Three rules, each a sentence of STYLE.md or of the design's layering:
+AST only, nothing imported. Five rules:
 
 1. **Public names only outside the core.** ``integrations/``, the public faces
-   ``zk_recipes/testing/`` and ``zk_recipes/cli/``, ``example_projects/`` and
-   ``benchmarks/`` import ``zk_recipes`` through its facade
-   (and public subpackages such as ``zk_recipes.testing``), never a private module
-   ``zk_recipes._x`` (``from zk_recipes import _x`` included). What they need and
-   cannot get from the facade is a missing public name, not a reason to reach in.
+   (``zk_recipes/frameworks/``, ``zk_recipes/testing/``, ``zk_recipes/cli/``),
+   ``example_projects/`` and ``benchmarks/`` import ``zk_recipes`` through its
+   facade and public modules, never a private module ``zk_recipes._x``
+   (``from zk_recipes import _x`` included). What they need and cannot get from
+   the facade is a missing public name, not a reason to reach in.
 2. **kazoo stays behind its adapter.** No recipe module (a family, or
    ``_internals``) imports ``zk_recipes._client.kazoo``: recipes talk to ``ZkClient``.
-3. **Families depend on each other only along Curator's edges** (``ALLOWED_EDGES``).
-   ``_client``, ``_internals`` and the top-level leaves are shared by every family and
-   import none; no core module imports the facade (``zk_recipes`` itself), which
-   would import every family at once.
+3. **Families depend on each other only along Curator's edges** (``ALLOWED_EDGES``),
+   and no core module imports the facade (``zk_recipes`` itself), which would
+   import every family at once.
+4. **Tiers, lowest first** (``TIERS``): the top-level leaves < ``_client`` <
+   ``_internals`` < the families < the facade (``metrics``, then ``zk_recipes``)
+   < the faces (``frameworks``, then ``testing``, then ``cli``) < the
+   integrations. A module imports its own tier and those below, never one above;
+   inside a tier, the order given for it (the leaves among themselves, the
+   facade's and the faces' modules; no integration imports another).
+5. **No import cycle**, between any two modules of ``zk_recipes/`` and
+   ``integrations/``: imports under ``TYPE_CHECKING`` and inside functions
+   count, since a cycle of knowledge is a cycle even when Python can load it.
 
 ``find_violations(root)`` works on any directory laid out like this repository, so
-the rules are tested on a small tree with deliberate mistakes, too.
+the rules are tested on small trees with deliberate mistakes, too.
 """
 
 from __future__ import annotations
@@ -30,8 +38,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 #: Public subpackages that are faces over the core, as a user's code is: they import
-#: the facade and their own private modules, nothing else private.
-FACES = ("zk_recipes/testing", "zk_recipes/cli")
+#: public names and their own private modules, nothing else private. In tier order.
+FACES = ("zk_recipes/frameworks", "zk_recipes/testing", "zk_recipes/cli")
 #: Trees outside the core: public names of ``zk_recipes`` only.
 OUTSIDE = ("integrations", *FACES, "example_projects", "benchmarks")
 #: Curator's recipe families (``recipes.locks``, ``recipes.leader``, ...), as private
@@ -52,8 +60,6 @@ FAMILIES = (
 RECIPE_PACKAGES = (*FAMILIES, "_internals")
 #: The one module that imports kazoo.
 KAZOO_ADAPTER = "zk_recipes._client.kazoo"
-#: Shared by all families; they import no family.
-SHARED_PACKAGES = ("_client", "_internals")
 #: family -> the families it may import (Curator's cross-family edges).
 ALLOWED_EDGES: dict[str, frozenset[str]] = {
     "_leader": frozenset({"_locks"}),
@@ -64,6 +70,29 @@ ALLOWED_EDGES: dict[str, frozenset[str]] = {
     # holders() reads the node names the recipes define (their tokens and directories).
     "_inspect": frozenset({"_locks", "_leader"}),
 }
+#: The top-level private modules of the core (``zk_recipes/_x.py``), lowest first: each
+#: imports only those before it. A new leaf goes where its imports put it.
+LEAVES = (
+    "_errors",
+    "_logfields",
+    "_threads",
+    "_deadline",
+    "_paths",
+    "_types",
+    "_retry",
+    "_settings",
+    "_setting_values",
+    "_config",
+    "_metrics",
+    "_prometheus",
+)
+#: The public modules of the facade's tier, lowest first ("" is ``zk_recipes`` itself:
+#: it installs the metrics sink, so ``metrics`` sits below it).
+FACADE = ("metrics", "")
+#: The integrations (``integrations/<name>/``), each a face of its own framework.
+INTEGRATIONS = ("zk_recipes_django", "zk_recipes_celery", "zk_recipes_flask")
+#: The tiers, lowest first.
+TIERS = ("leaves", "_client", "_internals", "families", "facade", "faces", "integrations")
 
 #: Violations known and not fixed yet: empty. A new violation fails the test; an
 #: entry added here must come with an issue that removes it.
@@ -131,6 +160,124 @@ def _python_files(root: Path, where: str) -> Iterator[Path]:
         yield from sorted(p for p in base.rglob("*.py") if ".venv" not in p.parts)
 
 
+def _placed(module: str) -> tuple[int, int] | None:
+    """(tier, rank inside the tier) of a module of the core or an integration; None: unknown.
+
+    Ranks order the modules of a tier that must not import each other both ways:
+    the leaves, the facade's modules, the faces; -1 where the tier has no order
+    of its own (a package's modules among themselves; the families have their
+    edges).
+    """
+    parts = module.split(".")
+    if parts[0] in INTEGRATIONS:
+        return TIERS.index("integrations"), INTEGRATIONS.index(parts[0])
+    if parts[0] != "zk_recipes":
+        return None
+    if len(parts) == 1 or parts[1] in FACADE:
+        return TIERS.index("facade"), FACADE.index(parts[1] if len(parts) > 1 else "")
+    first = parts[1]
+    if first == "__main__":
+        return TIERS.index("faces"), FACES.index("zk_recipes/cli")
+    if f"zk_recipes/{first}" in FACES:
+        return TIERS.index("faces"), FACES.index(f"zk_recipes/{first}")
+    if first in ("_client", "_internals"):
+        return TIERS.index(first), -1
+    if first in FAMILIES:
+        return TIERS.index("families"), -1
+    if first in LEAVES:
+        return TIERS.index("leaves"), LEAVES.index(first)
+    return None
+
+
+def _known_module(modules: set[str], name: str) -> str | None:
+    """The module ``name`` lives in: its longest prefix that is a module of ours."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in modules:
+            return candidate
+    return None
+
+
+def _import_graph(root: Path) -> dict[str, dict[str, int]]:
+    """module -> {imported module of ours: first line}, for zk_recipes/ and integrations/."""
+    files = {
+        _module_name(root, path): path
+        for where in ("zk_recipes", "integrations")
+        for path in _python_files(root, where)
+    }
+    modules = set(files)
+    graph: dict[str, dict[str, int]] = {}
+    for module, path in files.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        edges: dict[str, int] = {}
+        for line, name in _imported(module, path.name == "__init__.py", tree):
+            target = _known_module(modules, name)
+            # A module's own package's __init__ is loaded first anyway: not an edge of its.
+            if target is None or target == module or module.startswith(target + "."):
+                continue
+            edges.setdefault(target, line)
+        graph[module] = edges
+    return graph
+
+
+def _cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Every strongly connected component of more than one module (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, {})):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def _tier_violation(module: str, target: str) -> str | None:
+    """Why ``module`` may not import ``target`` under rule 4, or None."""
+    here, there = _placed(module), _placed(target)
+    if here is None or there is None:
+        return None  # reported once per unknown module by the caller
+    (tier, rank), (other_tier, other_rank) = here, there
+    if other_tier > tier:
+        return f"the {TIERS[tier]} tier imports the {TIERS[other_tier]} tier above it"
+    if other_tier < tier or rank == -1:
+        return None
+    if TIERS[tier] == "integrations" and other_rank != rank:
+        return "one integration imports another (share through the core or the kit)"
+    if other_rank > rank:
+        return f"{TIERS[tier]} are ordered ({_tier_order(tier)}): this one imports a later one"
+    return None
+
+
+def _tier_order(tier: int) -> str:
+    names = {"leaves": LEAVES, "facade": FACADE, "faces": FACES}.get(TIERS[tier], ())
+    return " < ".join(name.rsplit("/", 1)[-1] or "zk_recipes" for name in names)
+
+
 def find_violations(root: Path) -> list[str]:
     """Every boundary violation under ``root``, as ``"<path>: <what>"`` lines."""
     found: set[str] = set()
@@ -185,6 +332,27 @@ def find_violations(root: Path) -> list[str]:
                     f"{rel}: the {own} family imports the {other} family, "
                     "which is not an allowed edge (ALLOWED_EDGES in tests/test_boundaries.py)"
                 )
+
+    # 4 and 5: tiers and cycles, over every module of the core and the integrations
+    graph = _import_graph(root)
+    file_of = {
+        _module_name(root, path): path.relative_to(root).as_posix()
+        for top in ("zk_recipes", "integrations")
+        for path in _python_files(root, top)
+    }
+    for module, edges in graph.items():
+        if _placed(module) is None:
+            found.add(
+                f"{file_of[module]}: in no tier (place it in TIERS' order: LEAVES, FACADE, "
+                "FACES or INTEGRATIONS in tests/test_boundaries.py)"
+            )
+            continue
+        for target, line in edges.items():
+            why = _tier_violation(module, target)
+            if why is not None:
+                found.add(f"{file_of[module]}:{line}: imports {target}: {why}")
+    for cycle in _cycles(graph):
+        found.add(f"import cycle: {' -> '.join(cycle)} (each imports another of them)")
     return sorted(found)
 
 
@@ -192,6 +360,18 @@ def test_the_code_keeps_its_boundaries() -> None:
     found = set(find_violations(ROOT))
     assert sorted(found - PENDING) == [], "boundary violations (see this module's docstring)"
     assert sorted(PENDING - found) == [], "fixed: delete these entries from PENDING"
+
+
+def test_every_leaf_and_family_on_disk_is_placed() -> None:
+    """A new top-level module or package must be given a tier, not slip past rule 4."""
+    core = ROOT / "zk_recipes"
+    names = {p.stem for p in core.glob("*.py") if p.stem != "__init__"} | {
+        p.name for p in core.iterdir() if (p / "__init__.py").exists()
+    }
+    unplaced = sorted(name for name in names if _placed(f"zk_recipes.{name}") is None)
+    assert unplaced == [], "give these a tier in tests/test_boundaries.py"
+    integrations = sorted(p.name for p in (ROOT / "integrations").iterdir() if p.is_dir())
+    assert [n for n in integrations if not n.startswith("__")] == sorted(INTEGRATIONS)
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -234,7 +414,9 @@ def test_the_checker_reports_each_kind_of_violation(tmp_path: Path) -> None:
         },
     )
 
-    assert find_violations(root) == [
+    violations = find_violations(root)
+    rules_1_to_3 = [v for v in violations if "tier" not in v and "cycle" not in v]
+    assert rules_1_to_3 == [
         "benchmarks/locks.py: imports private zk_recipes._locks (use the public zk_recipes names)",
         "example_projects/site/app.py: imports private zk_recipes.testing._redis "
         "(use the public zk_recipes names)",
@@ -249,6 +431,88 @@ def test_the_checker_reports_each_kind_of_violation(tmp_path: Path) -> None:
         "zk_recipes/_locks/lock.py: imports zk_recipes._client.kazoo",
         "zk_recipes/testing/__init__.py: imports private zk_recipes._errors "
         "(use the public zk_recipes names)",
+    ]
+
+
+def test_a_wrong_import_between_two_tiers_fails(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "zk_recipes/__init__.py": "from zk_recipes._locks.lock import Lock\n",
+            "zk_recipes/_errors.py": "",
+            "zk_recipes/_types.py": "from zk_recipes._errors import E\n",  # down: fine
+            # a leaf reaching up into a later leaf, and up into the session layer:
+            "zk_recipes/_paths.py": "from zk_recipes._types import T\n",
+            "zk_recipes/_metrics.py": "from zk_recipes import _prometheus\n",
+            "zk_recipes/_prometheus.py": "",
+            "zk_recipes/_deadline.py": "from zk_recipes._client.client import ZkClient\n",
+            "zk_recipes/_client/__init__.py": "",
+            "zk_recipes/_client/client.py": "from zk_recipes._threads import run_in_thread\n",
+            "zk_recipes/_threads.py": "",
+            # the session layer reaching up into the recipes' machinery:
+            "zk_recipes/_client/states.py": (
+                "from zk_recipes._internals.contenders import Entry\n"
+            ),
+            "zk_recipes/_internals/__init__.py": "",
+            "zk_recipes/_internals/contenders.py": "from zk_recipes._client.client import Z\n",
+            "zk_recipes/_locks/__init__.py": "",
+            "zk_recipes/_locks/lock.py": "from zk_recipes._internals.contenders import Entry\n",
+            # the kit below the command line, not above it:
+            "zk_recipes/frameworks/__init__.py": "from zk_recipes.cli import run_locked\n",
+            "zk_recipes/cli/__init__.py": "from zk_recipes.frameworks import lock_path\n",
+            "integrations/zk_recipes_flask/__init__.py": "import zk_recipes_django\n",
+            "integrations/zk_recipes_django/__init__.py": "from zk_recipes.cli import x\n",
+            "zk_recipes/_newthing.py": "",
+        },
+    )
+
+    tiers = [v for v in find_violations(root) if "tier" in v or "ordered" in v or "integ" in v]
+    assert tiers == [
+        "integrations/zk_recipes_flask/__init__.py:1: imports zk_recipes_django: one "
+        "integration imports another (share through the core or the kit)",
+        "zk_recipes/_client/states.py:1: imports zk_recipes._internals.contenders: the "
+        "_client tier imports the _internals tier above it",
+        "zk_recipes/_deadline.py:1: imports zk_recipes._client.client: the leaves tier "
+        "imports the _client tier above it",
+        "zk_recipes/_metrics.py:1: imports zk_recipes._prometheus: leaves are ordered ("
+        + " < ".join(LEAVES)
+        + "): this one imports a later one",
+        "zk_recipes/_newthing.py: in no tier (place it in TIERS' order: LEAVES, FACADE, "
+        "FACES or INTEGRATIONS in tests/test_boundaries.py)",
+        "zk_recipes/_paths.py:1: imports zk_recipes._types: leaves are ordered ("
+        + " < ".join(LEAVES)
+        + "): this one imports a later one",
+        "zk_recipes/frameworks/__init__.py:1: imports zk_recipes.cli: faces are ordered "
+        "(frameworks < testing < cli): this one imports a later one",
+    ]
+
+
+def test_a_cycle_fails(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "zk_recipes/__init__.py": "",
+            "zk_recipes/_client/__init__.py": "",
+            # a cycle Python can load (the import is only for the type checker) still counts
+            "zk_recipes/_client/client.py": "from zk_recipes._client.creates import Creator\n",
+            "zk_recipes/_client/creates.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from zk_recipes._client import client\n"
+            ),
+            "integrations/zk_recipes_flask/__init__.py": "from . import _extension\n",
+            "integrations/zk_recipes_flask/_extension.py": "from ._cli import group\n",
+            "integrations/zk_recipes_flask/_cli.py": (
+                "def f():\n    from zk_recipes_flask._extension import state_of\n"
+            ),
+        },
+    )
+
+    assert [v for v in find_violations(root) if "cycle" in v] == [
+        "import cycle: zk_recipes._client.client -> zk_recipes._client.creates "
+        "(each imports another of them)",
+        "import cycle: zk_recipes_flask._cli -> zk_recipes_flask._extension "
+        "(each imports another of them)",
     ]
 
 

@@ -8,9 +8,11 @@ one global) and record only when it is not None::
         sink.acquired("Lock", self.path, waited)
 
 so without the ``metrics`` extra (or after ``zk_recipes.metrics.disable()``)
-a recipe pays one attribute read and a None test. ``sink`` is set at import
-when prometheus-client is installed (recording into its default registry;
-see zk_recipes/_prometheus.py) and by ``zk_recipes.metrics.enable()``.
+a recipe pays one attribute read and a None test. ``sink`` is set by
+``zk_recipes.metrics``: at ``import zk_recipes`` when prometheus-client is
+installed (recording into its default registry; see zk_recipes/_prometheus.py),
+and by its ``enable()``. This module picks no implementation itself, so
+importing a recipe module alone registers nothing anywhere.
 
 Series are labelled with the recipe kind and a *path template*, never the
 raw path, so their number stays bounded however many paths a process uses
@@ -27,7 +29,6 @@ pending) are read when the registry is scraped, from the clients in
 from __future__ import annotations
 
 import importlib.util
-import logging
 import re
 import threading
 import weakref
@@ -241,22 +242,3 @@ def template_of(path: str) -> str:
 def available() -> bool:
     """Whether prometheus-client can be imported (the ``metrics`` extra)."""
     return importlib.util.find_spec("prometheus_client") is not None
-
-
-def _install_default() -> None:
-    if not available():
-        return
-    from zk_recipes import _prometheus
-
-    try:
-        install(_prometheus.sink_for(None))
-    except ValueError:  # our names are taken in the default registry: never fail an import
-        logging.getLogger("zk_recipes.metrics").warning(
-            "zk-recipes metrics are off: their names are already registered in "
-            "prometheus_client.REGISTRY; call zk_recipes.metrics.enable(registry) with a "
-            "registry of your own",
-            exc_info=True,
-        )
-
-
-_install_default()

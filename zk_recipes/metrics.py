@@ -27,6 +27,7 @@ records into a registry of your own instead; ``disable()`` stops recording.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import types
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -134,6 +135,30 @@ def define_counter(name: str, documentation: str, labelnames: Sequence[str] = ()
             _prometheus.CounterSpec(handle.name, handle.documentation, handle.labelnames)
         )
     return handle
+
+
+def _install_default() -> None:
+    """Record into prometheus_client's default registry, when it is installed.
+
+    Called once by ``zk_recipes/__init__.py``, the composition root, so
+    ``import zk_recipes`` records from the start (what this module's
+    docstring promises) while ``_metrics`` stays an interface that picks no
+    implementation. Never fails the import: when our metric names are taken
+    in the default registry, metrics stay off with a warning.
+    """
+    if not _metrics.available():
+        return
+    from zk_recipes import _prometheus
+
+    try:
+        _metrics.install(_prometheus.sink_for(None))
+    except ValueError:
+        logging.getLogger("zk_recipes.metrics").warning(
+            "zk-recipes metrics are off: their names are already registered in "
+            "prometheus_client.REGISTRY; call zk_recipes.metrics.enable(registry) with a "
+            "registry of your own",
+            exc_info=True,
+        )
 
 
 __all__ = [

@@ -14,11 +14,13 @@ in a signal handler (Celery swallows their exceptions, redbeat#208).
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import os
 import socket
 import threading
 import time
+import weakref
 from typing import Any
 
 from zk_recipes import ConnectionState, LeaderLatch, ZkRecipesError
@@ -69,7 +71,7 @@ class BeatElection:
         delay = 0.5
         while not self._closed.is_set():
             try:
-                client = self._state.clients.get()
+                client = self._state.process_client.get()
                 path = self._state.config.beat_path
                 latch = LeaderLatch(client, path, self.identifier)
                 latch.add_listener(_RoleLogger(path, self.identifier))
@@ -166,10 +168,32 @@ class _RoleLogger:
         )
 
 
+#: Each app's election seat in this process (one per AppState; a forked child makes its own).
+_elections: weakref.WeakKeyDictionary[AppState, BeatElection] = weakref.WeakKeyDictionary()
+_elections_lock = threading.Lock()
+
+
 def beat_election(app: Any = None) -> BeatElection:
-    """This process's BeatElection for ``app`` (created on first use, not joined yet)."""
+    """This process's BeatElection for ``app`` (created on first use, not joined yet).
+
+    Its ``leave`` is registered with the app's state, so closing the state
+    (worker or beat shutdown, ``close_clients()``) leaves the election before
+    the client closes.
+    """
     state = app_state(app)
-    election = state.beat_election
-    if election is None or election.pid != os.getpid():
-        election = state.beat_election = BeatElection(state)
+    with _elections_lock:
+        election = _elections.get(state)
+        if election is None or election.pid != os.getpid():
+            election = _elections[state] = BeatElection(state)
+            state.on_close(functools.partial(leave, state))
     return election
+
+
+def leave(state: AppState) -> bool:
+    """Leave ``state``'s election now (our node goes at once); whether this process had a seat."""
+    with _elections_lock:
+        election = _elections.pop(state, None)
+    if election is None:
+        return False
+    election.close()
+    return True

@@ -11,7 +11,7 @@ entry advances (``decide``):
 - leader or standby: the decision is kept for the ``apply_entry`` that follows,
   which sends or drops on it without asking again. Asking twice lost ticks: a
   SUSPENDED blip between the two answers dropped an entry that had already
-  advanced, so nobody sent it for that period (F16a).
+  advanced, so nobody sent it for that period.
 
 ``celery.beat.Scheduler.is_due`` and ``apply_entry`` are wrapped so that any
 scheduler (PersistentScheduler, django-celery-beat's DatabaseScheduler, ...)
@@ -35,7 +35,7 @@ from celery import beat
 from celery.schedules import schedstate
 
 from zk_recipes_celery import _metrics
-from zk_recipes_celery._beat_election import BeatElection, BeatRole, beat_election
+from zk_recipes_celery._beat_election import BeatElection, BeatRole, beat_election, leave
 from zk_recipes_celery._lifecycle import existing_app_state
 
 log = logging.getLogger("zk_recipes.celery.beat")
@@ -154,11 +154,8 @@ def _wrap_service_sync(original: Callable[..., Any]) -> Callable[..., Any]:
             return original(self)
         finally:
             state = existing_app_state(self.app)
-            election = None if state is None else state.beat_election
-            if state is not None and election is not None:
-                state.beat_election = None
-                election.close()
-                state.clients.close()
+            if state is not None and leave(state):
+                state.process_client.close()
 
     setattr(sync, _PATCHED, True)
     return sync

@@ -83,4 +83,4 @@ def get_client(app: Any = None, timeout: float | None = None) -> ZkClient:
     ConnectTimeoutError if the ensemble cannot be reached within ``timeout``.
     """
     install_once()  # the shutdown hooks close it
-    return _lifecycle.app_state(app).clients.get(timeout)
+    return _lifecycle.app_state(app).process_client.get(timeout)

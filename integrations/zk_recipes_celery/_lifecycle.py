@@ -28,7 +28,8 @@ import os
 import signal
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from billiard import current_process
 from celery import bootsteps, current_app as _current_app
@@ -36,23 +37,26 @@ from celery import bootsteps, current_app as _current_app
 from zk_recipes import ClientSettings, ProcessClient, metrics
 from zk_recipes_celery._config import CeleryZkConfig, read_config
 
-if TYPE_CHECKING:
-    from zk_recipes_celery._beat_election import BeatElection
-
 log = logging.getLogger("zk_recipes.celery")
 
 
 class AppState:
-    """Per (Celery app): its configuration, read on first use, and its process client."""
+    """Per (Celery app): its configuration, read on first use, and its process client.
+
+    What a process opens on the client for the app (a beat's seat in the
+    election) registers its ``close`` with ``on_close``; ``close()`` runs
+    those first, newest first, then closes the client. The state knows no
+    tenant by name.
+    """
 
     def __init__(self, app: Any) -> None:
         self._app_ref = weakref.ref(app)
         self._lock = threading.Lock()
         self._config: CeleryZkConfig | None = None
-        self.clients = ProcessClient(self._client_settings)
-        #: This process's seat in the app's beat election (``_beat_election``), once
-        #: a beat asked for it; closed with the clients.
-        self.beat_election: BeatElection | None = None
+        #: The app's one client per process (made on first use, new after a fork).
+        self.process_client = ProcessClient(self._client_settings)
+        self._closers: list[Callable[[], object]] = []
+        self._closers_lock = threading.Lock()
 
     @property
     def config(self) -> CeleryZkConfig:
@@ -69,6 +73,22 @@ class AppState:
 
     def _client_settings(self) -> ClientSettings:
         return self.config.client
+
+    def on_close(self, closer: Callable[[], object]) -> None:
+        """Run ``closer`` when this state is closed, before its client is (once)."""
+        with self._closers_lock:
+            self._closers.append(closer)
+
+    def close(self) -> None:
+        """Close what was opened on the client, then the client: our ephemeral nodes go at once."""
+        with self._closers_lock:
+            closers, self._closers = self._closers[::-1], []
+        for closer in closers:
+            try:
+                closer()
+            except Exception:  # pragma: no cover - best effort at shutdown
+                log.debug("closing %r failed", closer, exc_info=True)
+        self.process_client.close()
 
 
 _states: weakref.WeakKeyDictionary[Any, AppState] = weakref.WeakKeyDictionary()
@@ -99,13 +119,7 @@ def close_clients() -> None:
     with _states_lock:
         states = list(_states.values())
     for state in states:
-        election, state.beat_election = state.beat_election, None
-        if election is not None:
-            try:
-                election.close()
-            except Exception:  # pragma: no cover - best effort at shutdown
-                log.debug("closing %r failed", election, exc_info=True)
-        state.clients.close()
+        state.close()
 
 
 class ZkRecipesStep(bootsteps.StartStopStep):  # type: ignore[misc]
@@ -119,7 +133,7 @@ class ZkRecipesStep(bootsteps.StartStopStep):  # type: ignore[misc]
         config = state.config  # ConfigurationError -> "Unrecoverable error", exit code 1
         if not config.check_on_start:
             return
-        client = state.clients.get()
+        client = state.process_client.get()
         log.info(
             "zk-recipes: connected to ZooKeeper %s (session 0x%x, timeout %.1fs)",
             client.connect_string,
@@ -154,7 +168,7 @@ def on_worker_process_init(**kwargs: Any) -> None:
     except Exception as exc:
         log.error("zk-recipes: %s", exc)
         return
-    state.clients.start_in_background()
+    state.process_client.start_in_background()
     _close_session_on_sigterm()
 
 

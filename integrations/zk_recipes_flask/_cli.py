@@ -17,7 +17,7 @@ from flask.cli import AppGroup, with_appcontext
 
 from zk_recipes import ConfigurationError, RecipesConfig, RecipeUsageError
 from zk_recipes.cli import add_click_commands
-from zk_recipes_flask._extension import DEFAULT_PREFIX, state_of
+from zk_recipes_flask._state import state_of
 
 _HELP = """Coordinate through ZooKeeper with this app's settings (ZK_RECIPES_* keys).
 
@@ -42,6 +42,4 @@ def _app_config(ctx: click.Context) -> RecipesConfig:
 
 
 zk_group = AppGroup("zk", help=_HELP)
-add_click_commands(
-    zk_group, _app_config, prog="flask zk", default_prefix=DEFAULT_PREFIX, decorate=with_appcontext
-)
+add_click_commands(zk_group, _app_config, prog="flask zk", decorate=with_appcontext)

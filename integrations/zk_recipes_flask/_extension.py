@@ -20,14 +20,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-from flask import Blueprint, Flask, current_app, has_app_context
+from flask import Blueprint, Flask
 
 from zk_recipes import (
     SETTINGS,
@@ -41,27 +40,18 @@ from zk_recipes import (
     ZkClient,
     read_settings,
 )
-from zk_recipes.cli import LockedBlock
+from zk_recipes.frameworks import LockedBlock
 from zk_recipes_flask import _locking, _status
+from zk_recipes_flask._cli import zk_group
+from zk_recipes_flask._state import EXTENSION_KEY, AppState, state_of
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-EXTENSION_KEY = "zk_recipes"
-DEFAULT_PREFIX = "/zk-recipes"
 _TABLE = {setting.name: setting for setting in SETTINGS}
 #: Every app's ProcessClient, for ``close_all()`` (a gunicorn ``worker_exit`` hook).
 _all_clients: weakref.WeakSet[ProcessClient] = weakref.WeakSet()
 _all_lock = threading.Lock()
-
-
-@dataclasses.dataclass
-class AppState:
-    """What one app keeps in ``app.extensions["zk_recipes"]``."""
-
-    extension: ZkRecipes
-    config: RecipesConfig
-    clients: ProcessClient
 
 
 class ZkRecipes:
@@ -79,15 +69,11 @@ class ZkRecipes:
                 f"ZkRecipes is already initialised for the app {app.name!r}: call init_app "
                 "once per app"
             )
-        config = read_settings(
-            app.config, Spelling.FLASK, default_prefix=DEFAULT_PREFIX, defaults=self._defaults
-        )
-        clients = ProcessClient(config.client)
+        config = read_settings(app.config, Spelling.FLASK, defaults=self._defaults)
+        process_client = ProcessClient(config.client)
         with _all_lock:
-            _all_clients.add(clients)
-        app.extensions[EXTENSION_KEY] = AppState(self, config, clients)
-        from zk_recipes_flask._cli import zk_group
-
+            _all_clients.add(process_client)
+        app.extensions[EXTENSION_KEY] = AppState(self, config, process_client)
         if "zk" not in app.cli.commands:
             app.cli.add_command(zk_group)
 
@@ -103,7 +89,7 @@ class ZkRecipes:
         Waits up to ``timeout`` (default: ``ZK_RECIPES_CONNECTION_TIMEOUT``);
         ``ConnectTimeoutError`` names the ensemble when it cannot connect.
         """
-        return self.state(app).clients.get(timeout)
+        return self.state(app).process_client.get(timeout)
 
     def config(self, app: Flask | None = None) -> RecipesConfig:
         """The checked settings of ``app`` (default: ``current_app``)."""
@@ -111,7 +97,7 @@ class ZkRecipes:
 
     def close(self, app: Flask | None = None) -> None:
         """Close ``app``'s client in this process (its ephemeral nodes go at once)."""
-        self.state(app).clients.close()
+        self.state(app).process_client.close()
 
     # -- locks ---------------------------------------------------------------------
     def locked(
@@ -139,7 +125,9 @@ class ZkRecipes:
         Inside, ``g.zk_lock`` and ``current_lock()`` give the held Lock. See
         docs/integrations/flask.md.
         """
-        return _locking.locked(self, name, timeout=timeout, on_busy=on_busy, identifier=identifier)
+        return _locking.locked(
+            self.state, name, timeout=timeout, on_busy=on_busy, identifier=identifier
+        )
 
     def lock(
         self, name: str, *, timeout: float | None = None, identifier: str | None = None
@@ -158,7 +146,7 @@ class ZkRecipes:
         where = (
             f"{caller.f_globals.get('__name__', '?')}.{getattr(code, 'co_qualname', code.co_name)}"
         )
-        return _locking.lock(self, name, timeout=timeout, identifier=identifier, where=where)
+        return _locking.lock(self.state, name, timeout=timeout, identifier=identifier, where=where)
 
     @staticmethod
     def current_lock() -> Lock:
@@ -181,29 +169,11 @@ class ZkRecipes:
             raise ConfigurationError(
                 f"name must be a blueprint name without dots, like 'zk_ops', got {name!r}"
             )
-        return _status.status_blueprint(self, name)
+        return _status.status_blueprint(self.state, name)
 
     def state(self, app: Flask | None = None) -> AppState:
-        """The app's state; a fix-it error when there is no app or no ``init_app``."""
-        if app is None:
-            if not has_app_context():
-                raise RecipeUsageError(
-                    "no app context: use zk.client inside a request, a CLI command or "
-                    "`with app.app_context():`, or pass the app: zk.get_client(app)"
-                )
-            app = current_app._get_current_object()  # type: ignore[attr-defined]
-        state = app.extensions.get(EXTENSION_KEY)
-        if state is None:
-            raise RecipeUsageError(
-                f"ZkRecipes was not initialised for the app {app.name!r}: call zk.init_app(app)"
-            )
-        if state.extension is not self:
-            raise RecipeUsageError(
-                f"the app {app.name!r} was initialised by another ZkRecipes instance: use that "
-                "one, or init_app this one on another app"
-            )
-        assert isinstance(state, AppState)
-        return state
+        """The app's state (default: ``current_app``'s); a fix-it error without ``init_app``."""
+        return state_of(app, extension=self)
 
 
 def close_all() -> None:
@@ -214,22 +184,8 @@ def close_all() -> None:
     """
     with _all_lock:
         clients = list(_all_clients)
-    for clients_of_app in clients:
-        clients_of_app.close()
-
-
-def state_of(app: Flask | None = None) -> AppState:
-    """The state of ``app`` (default: ``current_app``) whichever extension made it."""
-    if app is None:
-        if not has_app_context():
-            raise RecipeUsageError("no app context: run inside `with app.app_context():`")
-        app = current_app._get_current_object()  # type: ignore[attr-defined]
-    state = app.extensions.get(EXTENSION_KEY)
-    if not isinstance(state, AppState):
-        raise RecipeUsageError(
-            f"ZkRecipes was not initialised for the app {app.name!r}: call zk.init_app(app)"
-        )
-    return state
+    for process_client in clients:
+        process_client.close()
 
 
 def _parse_options(options: dict[str, Any]) -> dict[str, object]:

@@ -1,7 +1,7 @@
 """Locks around views and code: ``@zk.locked("invoice-{id}")`` and ``with zk.lock("x")``.
 
 Each call takes a new ``zk_recipes.Lock`` on ``<prefix>/locks/<name>``
-(``zk_recipes.cli.lock_path`` with the app's ``ZK_RECIPES_PREFIX``) with the
+(``zk_recipes.frameworks.lock_path`` with the app's ``ZK_RECIPES_PREFIX``) with the
 app's process client, runs the function while holding it and releases it in
 ``finally``. That is the node directory of ``flask zk lock NAME`` and
 ``zk-recipes lock NAME``, so they exclude each other. A new Lock per call,
@@ -45,7 +45,7 @@ from flask import g, has_app_context, has_request_context
 from werkzeug.exceptions import HTTPException, default_exceptions
 
 from zk_recipes import Lock, LockTimeout, WrongTypeError
-from zk_recipes.cli import (
+from zk_recipes.frameworks import (
     HeldLocks,
     LockedBlock,
     LockNameTemplate,
@@ -54,11 +54,10 @@ from zk_recipes.cli import (
     check_on_busy,
     locked_call,
 )
+from zk_recipes_flask._state import AppState
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIEnvironment
-
-    from zk_recipes_flask._extension import ZkRecipes
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -126,8 +125,12 @@ def _busy_class(status: int) -> type[LockBusy]:
     return type("LockBusy", bases, namespace)
 
 
+#: The current app's state, as the extension finds it (``ZkRecipes.state``).
+StateOf = Callable[[], AppState]
+
+
 def locked(
-    extension: ZkRecipes,
+    state_of: StateOf,
     name: str,
     *,
     timeout: float | None = 0.0,
@@ -153,7 +156,7 @@ def locked(
             on_busy,
             identifier,
             _held,
-            make_target=functools.partial(_target, extension),
+            make_target=functools.partial(_target, state_of),
             refuse=_refuse,
             attach=_attach_to_g,
         )
@@ -163,7 +166,7 @@ def locked(
 
 
 def lock(
-    extension: ZkRecipes,
+    state_of: StateOf,
     name: str,
     *,
     timeout: float | None = None,
@@ -177,7 +180,7 @@ def lock(
     if identifier is not None:
         _check_identifier(identifier)
     return LockedBlock(
-        functools.partial(_target, extension, name, identifier, wait),
+        functools.partial(_target, state_of, name, identifier, wait),
         _held,
         where,
         label=f"zk.lock {name!r}",
@@ -186,13 +189,13 @@ def lock(
 
 
 def _target(
-    extension: ZkRecipes, name: str, identifier: str | None, timeout: float | None
+    state_of: StateOf, name: str, identifier: str | None, timeout: float | None
 ) -> LockTarget:
     """The lock ``name`` of the current app: its prefix now, its client on the waiting thread."""
-    state = extension.state()
+    state = state_of()
     return LockTarget(
         name,
-        state.clients.get,
+        state.process_client.get,
         prefix=state.config.prefix,
         identifier=identifier,
         timeout=timeout,

@@ -18,10 +18,10 @@ request can be served), LOST (the session is gone; the client is
 reconnecting with a new one) or before the first connection.
 
 The page waits up to ``PAGE_CONNECT_SECONDS`` for a connection (it is for
-people), then shows the connection (``zk_recipes.cli.connection_report``)
+people), then shows the connection (``zk_recipes.frameworks.connection_report``)
 and every lock, semaphore and election under the namespace
 (``zk_recipes.holders(client, "/")``), holders first, then the queue: the
-rows of Django's admin page (``zk_recipes.cli.connection_rows``,
+rows of Django's admin page (``zk_recipes.frameworks.connection_rows``,
 ``recipe_rows``). Values are plain text and the template (shipped in the package, autoescaped as any
 ``.html`` Flask renders) escapes them: owner data is whatever a process
 wrote. An app may override ``zk_recipes_flask/status.html`` in its own
@@ -30,21 +30,23 @@ templates folder.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, render_template
 
 from zk_recipes import ZkRecipesError, holders
-from zk_recipes.cli import (
+from zk_recipes.frameworks import (
     RecipeRow,
     connection_report,
     connection_rows,
     recipe_rows,
     spaced_hosts,
 )
+from zk_recipes_flask._state import AppState
 
-if TYPE_CHECKING:
-    from zk_recipes_flask._extension import ZkRecipes
+#: The current app's state, as the extension finds it (``ZkRecipes.state``).
+StateOf = Callable[[], AppState]
 
 #: The longest the page waits for the app's connection.
 PAGE_CONNECT_SECONDS = 3.0
@@ -54,26 +56,26 @@ TEMPLATE = "zk_recipes_flask/status.html"
 HEALTH_KEYS = ("state", "session_id", "negotiated_session_timeout")
 
 
-def status_blueprint(extension: ZkRecipes, name: str) -> Blueprint:
-    """A new Blueprint with the health endpoint and the page of ``extension``'s apps."""
+def status_blueprint(state_of: StateOf, name: str) -> Blueprint:
+    """A new Blueprint with the health endpoint and the page of the apps ``state_of`` finds."""
     blueprint = Blueprint(name, __name__, template_folder="templates")
 
     def health() -> Response:
-        return _health(extension)
+        return _health(state_of())
 
     def index() -> tuple[str, int]:
-        return _page(extension)
+        return _page(state_of())
 
     blueprint.add_url_rule("/health", "health", health, methods=["GET"])
     blueprint.add_url_rule("/", "index", index, methods=["GET"])
     return blueprint
 
 
-def _health(extension: ZkRecipes) -> Response:
-    clients = extension.state().clients
-    client = clients.current()
+def _health(state: AppState) -> Response:
+    process_client = state.process_client
+    client = process_client.current()
     if client is None or client.is_closed or client.state is None:
-        clients.start_in_background()  # no-op while a start is under way
+        process_client.start_in_background()  # no-op while a start is under way
         body: dict[str, Any] = dict.fromkeys(HEALTH_KEYS)
         body["state"] = "CONNECTING"
         status = 503
@@ -87,17 +89,16 @@ def _health(extension: ZkRecipes) -> Response:
     return response
 
 
-def _page(extension: ZkRecipes) -> tuple[str, int]:
-    state = extension.state()
+def _page(state: AppState) -> tuple[str, int]:
     settings = state.config.client
     error: str | None = None
     recipes: tuple[RecipeRow, ...] = ()
     try:
-        client = state.clients.get(min(PAGE_CONNECT_SECONDS, settings.connection_timeout))
+        client = state.process_client.get(min(PAGE_CONNECT_SECONDS, settings.connection_timeout))
     except ZkRecipesError as exc:
         error = str(exc)
         # What the app's client knows, if one was made; no state: it has none yet.
-        current = state.clients.current()
+        current = state.process_client.current()
         known = (
             [row for row in connection_rows(connection_report(current)) if row[0] != "state"]
             if current is not None

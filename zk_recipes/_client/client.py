@@ -62,10 +62,10 @@ from zk_recipes._errors import (
     WrongTypeError,
     ZkTimeoutError,
 )
-from zk_recipes._internals.threads import run_in_thread
 from zk_recipes._logfields import fields
 from zk_recipes._retry import retry
 from zk_recipes._settings import ClientSettings
+from zk_recipes._threads import run_in_thread
 from zk_recipes._types import Acl, CreateMode, WatchCallback, ZnodeStat
 
 log = logging.getLogger("zk_recipes.client")

@@ -50,7 +50,7 @@ from zk_recipes._errors import (
     ZkRecipesError,
     ZkTimeoutError,
 )
-from zk_recipes._internals.threads import run_in_thread
+from zk_recipes._threads import run_in_thread
 from zk_recipes._types import Acl, CreateMode, ZnodeStat
 
 log = logging.getLogger("zk_recipes.client")

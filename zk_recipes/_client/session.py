@@ -49,9 +49,9 @@ from collections.abc import Callable
 from zk_recipes import _metrics
 from zk_recipes._client.kazoo import KazooConnection
 from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateChange
-from zk_recipes._internals.threads import run_in_thread
 from zk_recipes._logfields import fields
 from zk_recipes._settings import ClientSettings
+from zk_recipes._threads import run_in_thread
 
 log = logging.getLogger("zk_recipes.client")
 

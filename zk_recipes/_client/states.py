@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 
 from zk_recipes._errors import WrongTypeError
-from zk_recipes._internals.threads import SerialExecutor
+from zk_recipes._threads import SerialExecutor
 
 
 class ConnectionState(enum.Enum):

@@ -49,7 +49,7 @@ from zk_recipes._errors import (
 )
 from zk_recipes._internals.args import require_client
 from zk_recipes._internals.lifecycle import Lifecycle
-from zk_recipes._internals.threads import SerialExecutor
+from zk_recipes._threads import SerialExecutor
 from zk_recipes._types import WatchEvent, ZnodeStat
 
 log = logging.getLogger("zk_recipes.counter")

@@ -28,7 +28,7 @@ from zk_recipes._errors import (
     SessionLost,
     ZkTimeoutError,
 )
-from zk_recipes._internals.threads import join_unless_current, run_in_thread
+from zk_recipes._threads import join_unless_current, run_in_thread
 
 log = logging.getLogger("zk_recipes.reconciler")
 

@@ -78,8 +78,8 @@ from zk_recipes._internals.holding import (
     taken_now,
 )
 from zk_recipes._internals.lifecycle import Lifecycle, Phase
-from zk_recipes._internals.threads import SerialExecutor, join_unless_current
 from zk_recipes._leader.participants import ErrorPolicy, Participant, read_participants
+from zk_recipes._threads import SerialExecutor, join_unless_current
 from zk_recipes._types import WatchEvent, WatchEventType
 
 log = logging.getLogger("zk_recipes.leader")

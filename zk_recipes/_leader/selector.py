@@ -64,9 +64,9 @@ from zk_recipes._internals.cancellation import Cancellation
 from zk_recipes._internals.contenders import ContenderQueue
 from zk_recipes._internals.holding import hold_fields, is_valid
 from zk_recipes._internals.lifecycle import Lifecycle, Phase
-from zk_recipes._internals.threads import SerialExecutor, join_unless_current
 from zk_recipes._leader.participants import ErrorPolicy, Participant, read_participants
 from zk_recipes._locks.lock import LOCK_KIND, LOCK_TOKEN, _Mutex
+from zk_recipes._threads import SerialExecutor, join_unless_current
 from zk_recipes._types import WatchEvent, WatchEventType
 
 log = logging.getLogger("zk_recipes.leader")

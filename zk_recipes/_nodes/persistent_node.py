@@ -68,7 +68,7 @@ from zk_recipes._errors import (
 )
 from zk_recipes._internals.args import require_callable, require_client
 from zk_recipes._internals.reconciler import Reconciler
-from zk_recipes._internals.threads import SerialExecutor
+from zk_recipes._threads import SerialExecutor
 from zk_recipes._types import CreateMode, WatchEvent, WatchEventType, ZnodeStat
 
 log = logging.getLogger("zk_recipes.nodes")

@@ -99,7 +99,7 @@ def test_init_app_checks_the_settings_without_connecting() -> None:
     # Settings are read at init_app, but nothing connects until first use.
     app = Flask("lazy")
     zk = ZkRecipes(app, hosts="127.0.0.1:1")
-    assert zk.state(app).clients.current() is None
+    assert zk.state(app).process_client.current() is None
 
 
 def test_init_app_twice_and_another_extensions_app_are_refused(make_app: AppFactory) -> None:

@@ -57,10 +57,10 @@ def test_health_without_a_client_starts_one_in_the_background_and_says_503(
     make_app: AppFactory,
 ) -> None:
     app, zk = status_app(make_app)
-    assert zk.state(app).clients.current() is None
+    assert zk.state(app).process_client.current() is None
     status, body = health(app)
     assert (status, body["state"], body["session_id"]) == (503, "CONNECTING", None)
-    assert zk.state(app).clients.current() is not None  # made, and connecting
+    assert zk.state(app).process_client.current() is not None  # made, and connecting
     wait_until(lambda: health(app)[0] == 200, "the background start connected")
     assert health(app)[1]["session_id"] == session_of(zk.get_client(app))
 
