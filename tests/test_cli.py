@@ -19,8 +19,9 @@ from click.testing import CliRunner
 
 import zk_recipes
 from zk_recipes import Lock, NoNodeError, ZkClient
-from zk_recipes.cli import ExitCode, lock_path
+from zk_recipes.cli import ExitCode
 from zk_recipes.cli._command import cli
+from zk_recipes.frameworks import lock_path
 from zk_recipes.testing import TcpProxy, free_ports, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 

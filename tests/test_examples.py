@@ -38,6 +38,15 @@ def test_lock_example() -> None:
     assert "10 writes, all accepted in token order" in out
 
 
+def test_a_face_on_the_framework_kit() -> None:
+    out = _run("example_projects/frameworks/wsgi_face.py")
+    assert "while one send holds invoice-7: [423, 423]" in out
+    assert "status page: /zk-recipes/locks/invoice-7 (lock): ['holder']" in out
+    assert "the send: 200 invoice 7 sent, fencing token" in out
+    assert "after it: 0 holders on the page" in out
+    assert "demo finished" in out
+
+
 def test_leader_example() -> None:
     out = _run("example_projects/recipes/leader_example.py")
     assert "failover: scheduler-" in out

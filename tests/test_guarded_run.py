@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from zk_recipes import Lock, LockLost, NoNodeError, Owner, ZkClient
-from zk_recipes.cli import ExitCode, leader_path, lock_path, run_as_leader, run_locked
+from zk_recipes.cli import ExitCode, run_as_leader, run_locked
+from zk_recipes.frameworks import leader_path, lock_path
 from zk_recipes.testing import expire_session, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 

@@ -109,6 +109,12 @@ def _client(
 
 
 #: Every setting, client and integration, once. Its order is the docs' order.
+#: Where the integrations and the ``zk-recipes`` command put their nodes under the
+#: namespace, unless told otherwise (the ``prefix`` setting). Written here only:
+#: ``zk-recipes lock X``, ``manage.py zklock X``, ``@zk_lock`` and Flask's
+#: ``@zk.locked`` exclude each other because they all default to it.
+DEFAULT_PREFIX = "/zk-recipes"
+
 SETTINGS: tuple[Setting, ...] = (
     _client(
         "hosts",
@@ -216,8 +222,8 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "Root of the integration's nodes, under the namespace: an absolute path.",
         _values.prefix,
-        "/zk-recipes",
-        default_text='"/zk-recipes"; Celery: "/celery"',
+        DEFAULT_PREFIX,
+        default_text=f'"{DEFAULT_PREFIX}"; Celery: "/celery"',
     ),
     Setting(
         "identifier",
@@ -389,7 +395,7 @@ def read_settings(
     spelling: Spelling,
     *,
     alias: str = "default",
-    default_prefix: str = "/zk-recipes",
+    default_prefix: str = DEFAULT_PREFIX,
     extra: Sequence[Setting] = (),
     defaults: Mapping[str, object] | None = None,
 ) -> RecipesConfig:
@@ -474,7 +480,7 @@ _HINTS = {
 
 
 def settings_from_env(
-    environ: Mapping[str, str] | None = None, *, default_prefix: str = "/zk-recipes"
+    environ: Mapping[str, str] | None = None, *, default_prefix: str = DEFAULT_PREFIX
 ) -> RecipesConfig:
     """Read the ``ZK_RECIPES_*`` environment variables (``os.environ`` unless given)."""
     return read_settings(

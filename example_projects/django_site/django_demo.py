@@ -135,7 +135,7 @@ def admin_page() -> None:
 
     import zk_recipes_django
     from zk_recipes import Lock
-    from zk_recipes.cli import lock_path
+    from zk_recipes.frameworks import lock_path
 
     staff = User.objects.create_user("ops", password="demo", is_staff=True)
     browser = Client()

@@ -102,7 +102,7 @@ def status_pages(env: dict[str, str], port: int, hosts: str) -> None:
     status, body = request(f"http://127.0.0.1:{port}/zk/health")
     print(f"   /zk/health: {status} {json.loads(body)['state']}")
     from zk_recipes import ZkClient
-    from zk_recipes.cli import lock_path
+    from zk_recipes.frameworks import lock_path
 
     with (
         ZkClient(hosts, namespace="shop") as client,

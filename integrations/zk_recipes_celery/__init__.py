@@ -24,11 +24,15 @@ process-wide hooks are installed by ``install(app)``, the decorators and
 from __future__ import annotations
 
 try:
-    import celery  # noqa: F401
+    import celery
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "zk_recipes_celery needs Celery: install it with pip install 'zk-recipes[celery]'"
     ) from exc
+else:  # the supported versions: the extra's pins (pyproject.toml)
+    from zk_recipes.frameworks import require_version
+
+    require_version("zk_recipes_celery", "Celery", celery.VERSION, (5, 3), "celery")
 
 from zk_recipes_celery._abort import SingletonAborted
 from zk_recipes_celery._config import CeleryZkConfig, read_config

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from zk_recipes import ConfigurationError, RecipeUsageError
+from zk_recipes.frameworks import bind_arguments, unknown_parameters
 
 #: The key segment of a lock per task name (no key).
 NAME_ONLY_KEY = "task"
@@ -48,20 +49,14 @@ def key_arguments(
 ) -> dict[str, Any]:
     """Bind a call to ``fn``'s signature with defaults applied, so f(1) and f(x=1) agree.
 
-    Names caught by ``**kwargs`` appear under their own names, and only when the
-    call passed them: an absent one is not there at all, which differs from None.
+    The frameworks' one binding (``zk_recipes.frameworks.bind_arguments``): names
+    caught by ``**kwargs`` appear under their own names, and only when the call
+    passed them: an absent one is not there at all, which differs from None.
     """
-    signature = inspect.signature(fn)
     try:
-        bound = signature.bind(*args, **kwargs)
+        return bind_arguments(inspect.signature(fn), args, kwargs)
     except TypeError as exc:
         raise RecipeUsageError(f"singleton key: cannot bind the call's arguments: {exc}") from exc
-    bound.apply_defaults()
-    arguments = dict(bound.arguments)
-    for param in signature.parameters.values():
-        if param.kind is inspect.Parameter.VAR_KEYWORD:
-            arguments.update(arguments.pop(param.name))
-    return arguments
 
 
 def key_segment(
@@ -86,11 +81,8 @@ def check_key_names(key: KeySpec, fn: Callable[..., Any]) -> None:
     """Refuse, when the task is defined, key names that no call could ever supply."""
     if key is None or callable(key):
         return
-    params = list(inspect.signature(fn).parameters.values())
-    names = {p.name for p in params}
-    has_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-    unknown = [k for k in key if k not in names]
-    if unknown and not has_var_kw:
+    unknown = unknown_parameters(inspect.signature(fn), key)
+    if unknown:
         raise ConfigurationError(
             f"singleton key names {unknown} are not parameters of {fn.__qualname__}"
             f"{inspect.signature(fn)}"

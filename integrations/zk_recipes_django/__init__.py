@@ -13,17 +13,24 @@ docs/integrations/django.md.
 from __future__ import annotations
 
 try:
-    import django  # noqa: F401
+    import django
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "zk_recipes_django needs Django: install it with pip install 'zk-recipes[django]'"
     ) from exc
+else:  # the supported versions: the extra's pins (pyproject.toml)
+    from zk_recipes.frameworks import require_version
 
+    require_version("zk_recipes_django", "Django", django.VERSION, (4, 2), "django")
+
+# The root of our nodes under the namespace: the command line's and every face's
+# (one constant), so that ``zk-recipes lock NAME`` and ``manage.py zklock NAME``
+# take the same lock.
+from zk_recipes import DEFAULT_PREFIX
 from zk_recipes_django._clients import close_all, current_client, get_client
 from zk_recipes_django._commands import LockedCommandMixin
 from zk_recipes_django._settings import (
     DEFAULT_ALIAS,
-    DEFAULT_PREFIX,
     SettingsError,
     aliases,
     config,

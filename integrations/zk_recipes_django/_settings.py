@@ -27,9 +27,6 @@ from django.core.exceptions import ImproperlyConfigured
 from zk_recipes import ConfigurationError, RecipesConfig, Spelling, read_settings
 
 DEFAULT_ALIAS = "default"
-#: The root of our nodes under the namespace: the command line's, so that
-#: ``zk-recipes lock NAME`` and ``manage.py zklock NAME`` take the same lock.
-DEFAULT_PREFIX = "/zk-recipes"
 _EXAMPLE = 'ZK_RECIPES = {"default": {"HOSTS": "zk1:2181,zk2:2181,zk3:2181"}}'
 
 
@@ -73,7 +70,7 @@ def config(alias: str = DEFAULT_ALIAS) -> RecipesConfig:
         return found
     source = raw()
     try:
-        found = read_settings(source, Spelling.DJANGO, alias=alias, default_prefix=DEFAULT_PREFIX)
+        found = read_settings(source, Spelling.DJANGO, alias=alias)
     except SettingsError:
         raise
     except ConfigurationError as exc:

@@ -2,10 +2,10 @@
 
 Read on every call, nothing cached: the page is for looking at the ensemble
 now. Per alias, in ``aliases()`` order ("default" first): the connection
-(``zk_recipes.cli.connection_report`` of the alias's process client) and
+(``zk_recipes.frameworks.connection_report`` of the alias's process client) and
 every lock, semaphore and election under the namespace's root
 (``zk_recipes.holders(client, "/")``), holders first, then the queue, as
-the rows ``zk_recipes.cli`` makes for every status page (Flask's too).
+the rows ``zk_recipes.frameworks`` makes for every status page (Flask's too).
 
 Failure stays inside its alias: an ensemble that does not answer within
 ``CONNECT_SECONDS`` (or the alias's shorter ``CONNECTION_TIMEOUT``), wrong
@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 
 from zk_recipes import ConfigurationError, ZkRecipesError, holders
-from zk_recipes.cli import (
+from zk_recipes.frameworks import (
     RecipeRow,
     connection_report,
     connection_rows,

@@ -9,10 +9,10 @@ not re-entrant per thread, and async acquires run on threads of their own.
 
 Names: the decorator's name is a ``str.format`` template over the function's
 parameters, its values quoted into one node name
-(``zk_recipes.cli.LockNameTemplate``). Async functions wait on a thread of
+(``zk_recipes.frameworks.LockNameTemplate``). Async functions wait on a thread of
 their own and a cancelled waiter leaves no node behind
-(``zk_recipes.cli.LockTarget``). The hold, run and release themselves are
-the operations core's (``zk_recipes.cli.locked_call``, ``LockedBlock``),
+(``zk_recipes.frameworks.LockTarget``). The hold, run and release themselves are
+the framework kit's (``zk_recipes.frameworks.locked_call``, ``LockedBlock``),
 shared with Flask's ``@zk.locked``; this module adds Django's answers: the
 alias, the response when busy, ``request.zk_lock``.
 
@@ -38,7 +38,7 @@ from asgiref.sync import iscoroutinefunction
 from django.http import HttpRequest, HttpResponse
 
 from zk_recipes import Lock, LockTimeout, WrongTypeError
-from zk_recipes.cli import (
+from zk_recipes.frameworks import (
     HeldLocks,
     LockedBlock,
     LockNameTemplate,

@@ -18,12 +18,20 @@ docs/integrations/flask.md.
 
 from __future__ import annotations
 
+import importlib.metadata
+
 try:
     import flask  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "zk_recipes_flask needs Flask: install it with pip install 'zk-recipes[flask]'"
     ) from exc
+else:  # the supported versions: the extra's pins (pyproject.toml)
+    from zk_recipes.frameworks import require_version
+
+    require_version(
+        "zk_recipes_flask", "Flask", importlib.metadata.version("flask"), (2, 3), "flask"
+    )
 
 from zk_recipes_flask._extension import ZkRecipes, close_all
 from zk_recipes_flask._locking import LockBusy, current_lock

@@ -25,10 +25,16 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from zk_recipes import ConfigurationError, ConnectTimeoutError, RecipesConfig, ZkClient
+from zk_recipes import (
+    DEFAULT_PREFIX,
+    ConfigurationError,
+    ConnectTimeoutError,
+    RecipesConfig,
+    ZkClient,
+)
 from zk_recipes.cli._exit_codes import ExitCode
-from zk_recipes.cli._guarded import DEFAULT_PREFIX, run_as_leader, run_locked
-from zk_recipes.cli._reports import holders as print_holders, status as print_status
+from zk_recipes.cli._guarded import run_as_leader, run_locked
+from zk_recipes.cli._reports import print_holders, print_status
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 #: How a face reads its settings for one command.

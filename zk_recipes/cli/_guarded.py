@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
 
 from zk_recipes import (
+    DEFAULT_PREFIX,
     ClientStateError,
     ConfigurationError,
     ConnectionLostError,
@@ -58,33 +59,12 @@ from zk_recipes.cli._child import Child, SignalRelay
 from zk_recipes.cli._exit_codes import ExitCode
 from zk_recipes.cli._in_process import Call, InProcess, describe
 from zk_recipes.cli._waiting import QueueView, WaitReporter, describe_owner
+from zk_recipes.frameworks import leader_path, lock_path
 
 log = logging.getLogger("zk_recipes.cli")
 
-#: Where the commands put their nodes, under the client's namespace, unless told otherwise.
-DEFAULT_PREFIX = "/zk-recipes"
 _HOST = socket.gethostname()
 _WAIT_THREAD = "zk-recipes guarded run"
-
-
-def lock_path(name: str, prefix: str = DEFAULT_PREFIX) -> str:
-    """The lock node directory of ``name``: an absolute path is used as it is."""
-    return _named_path(name, prefix, "locks")
-
-
-def leader_path(name: str, prefix: str = DEFAULT_PREFIX) -> str:
-    """The election directory of ``name``: an absolute path is used as it is."""
-    return _named_path(name, prefix, "leaders")
-
-
-def _named_path(name: str, prefix: str, kind: str) -> str:
-    if not isinstance(name, str) or not name.strip("/"):
-        raise ConfigurationError(
-            f"a {kind[:-1]} name must be a non-empty string like 'db-migrate', got {name!r}"
-        )
-    if name.startswith("/"):
-        return name
-    return f"{prefix.rstrip('/')}/{kind}/{name}"
 
 
 def default_grace(client: ZkClient) -> float:
@@ -485,10 +465,7 @@ def _is_terminal(out: TextIO) -> bool:
 
 
 __all__ = [
-    "DEFAULT_PREFIX",
     "default_grace",
-    "leader_path",
-    "lock_path",
     "run_as_leader",
     "run_locked",
 ]

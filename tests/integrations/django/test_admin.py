@@ -25,7 +25,7 @@ from django.utils.html import escape
 import zk_recipes
 import zk_recipes_django
 from zk_recipes import Lock, ZkClient
-from zk_recipes.cli import lock_path
+from zk_recipes.frameworks import lock_path
 from zk_recipes.testing import free_ports, wait_until
 
 pytestmark = pytest.mark.django_db

@@ -20,7 +20,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from zk_recipes import Lock, NoNodeError, ZkClient
-from zk_recipes.cli import ExitCode, lock_path
+from zk_recipes.cli import ExitCode
+from zk_recipes.frameworks import lock_path
 from zk_recipes.testing import TcpProxy, free_ports, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 

@@ -23,7 +23,8 @@ import pytest
 from flask import Flask
 
 from zk_recipes import Lock, ZkClient
-from zk_recipes.cli import ExitCode, leader_path, lock_path
+from zk_recipes.cli import ExitCode
+from zk_recipes.frameworks import leader_path, lock_path
 from zk_recipes.testing import TcpProxy, free_ports, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 from zk_recipes_flask._cli import zk_group

@@ -35,7 +35,7 @@ from zk_recipes import (
     WatchEvent,
     ZkClient,
 )
-from zk_recipes.cli import lock_path
+from zk_recipes.frameworks import lock_path
 from zk_recipes.testing import expire_session
 from zk_recipes.testing.pytest_plugin import ClientFactory
 from zk_recipes_flask import LockBusy, ZkRecipes, current_lock

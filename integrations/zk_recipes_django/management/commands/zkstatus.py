@@ -3,7 +3,7 @@
 For each alias of ``settings.ZK_RECIPES`` (or those named): the connection
 (state, server, session, negotiated session timeout) and every lock, lease
 and election under the namespace with its holders and queue (who, since
-when, fencing token), from the operations core's ``holders``. Exit 0 when
+when, fencing token), from the core's ``zk_recipes.holders``. Exit 0 when
 every alias is connected, 69 when one is unreachable, 78 for bad settings.
 """
 
@@ -16,7 +16,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 import zk_recipes
 from zk_recipes import ConfigurationError, ZkRecipesError
-from zk_recipes.cli import ExitCode, connection_report, holders, status
+from zk_recipes.cli import ExitCode, print_holders, print_status
+from zk_recipes.frameworks import connection_report
 from zk_recipes_django import _clients, _settings
 
 #: How long zkstatus waits for each alias's connection.
@@ -75,7 +76,7 @@ class Command(BaseCommand):  # type: ignore[misc]
         if client is None or not client.is_started:
             out.write(f"  unreachable: {_settings.config(alias).client.hosts}")
             return
-        status(client, out=out)
+        print_status(client, out=out)
         out.write("")
-        holders(client, path, out=out)
+        print_holders(client, path, out=out)
         out.write("")

@@ -31,8 +31,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from zk_recipes import ConfigurationError, Lock, WrongTypeError, ZkClient
-from zk_recipes.cli._guarded import DEFAULT_PREFIX, lock_path
+from zk_recipes import DEFAULT_PREFIX, ConfigurationError, Lock, WrongTypeError, ZkClient
+from zk_recipes.frameworks._lock_paths import lock_path
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ import functools
 import inspect
 import re
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -46,26 +46,18 @@ class LockNameTemplate:
         follow = not isinstance(func, functools.partial)
         signature = inspect.signature(func, follow_wrapped=follow)
         self._signature = signature
-        params = signature.parameters
-        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-            return
-        for field in self.fields:
-            if field not in params:
-                raise ConfigurationError(
-                    f"lock name {text!r} of {where} uses {{{field}}}, which is not one of its "
-                    f"parameters ({', '.join(params) or 'none'})"
-                )
+        unknown = unknown_parameters(signature, self.fields)
+        if unknown:
+            raise ConfigurationError(
+                f"lock name {text!r} of {where} uses {{{unknown[0]}}}, which is not one of its "
+                f"parameters ({', '.join(signature.parameters) or 'none'})"
+            )
 
     def render(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
         """The name for one call: the values of ``args``/``kwargs``, each quoted."""
         if self._signature is None:
             return self.text
-        bound = self._signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        values = dict(bound.arguments)
-        for param in self._signature.parameters.values():
-            if param.kind is param.VAR_KEYWORD:
-                values.update(values.pop(param.name, {}))
+        values = bind_arguments(self._signature, args, kwargs)
         try:
             return _QUOTING.vformat(self.text, (), values)
         except (KeyError, AttributeError, IndexError, TypeError) as exc:
@@ -76,6 +68,38 @@ class LockNameTemplate:
 
     def __repr__(self) -> str:
         return f"<LockNameTemplate {self.text!r} of {self.where}>"
+
+
+def bind_arguments(
+    signature: inspect.Signature, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """One call's arguments by parameter name: defaults applied, ``**kwargs`` flattened.
+
+    So ``f(1)``, ``f(x=1)`` and ``f(1, y=<the default>)`` give one mapping,
+    which is what makes two calls meaning the same name the same lock (a
+    lock name template, a Celery singleton key). Names caught by ``**kwargs``
+    appear under their own names, and only when the call passed them. A call
+    that does not fit the signature raises ``TypeError``, as calling would.
+    """
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    arguments = dict(bound.arguments)
+    for param in signature.parameters.values():
+        if param.kind is param.VAR_KEYWORD:
+            arguments.update(arguments.pop(param.name, {}))
+    return arguments
+
+
+def unknown_parameters(signature: inspect.Signature, names: Iterable[str]) -> list[str]:
+    """The ``names`` no call of ``signature`` could supply: none when it takes ``**kwargs``.
+
+    For checking a lock name template or a singleton key once, when the
+    function is decorated, rather than at each call.
+    """
+    params = signature.parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return []
+    return [name for name in names if name not in params]
 
 
 def qualified_name(func: Callable[..., Any]) -> str:

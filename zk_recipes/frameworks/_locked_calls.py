@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 from zk_recipes import Lock, LockTimeout, RecipeUsageError, WrongTypeError
-from zk_recipes.cli._acquiring import LockTarget, release_lock_async
-from zk_recipes.cli._lock_names import LockNameTemplate
+from zk_recipes.frameworks._lock_names import LockNameTemplate
+from zk_recipes.frameworks._lock_target import LockTarget, release_lock_async
 
 P = ParamSpec("P")
 R = TypeVar("R")

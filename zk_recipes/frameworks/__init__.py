@@ -1,0 +1,108 @@
+"""The framework kit: what every face of zk-recipes shares, for whoever writes the next one.
+
+Django's ``@zk_lock`` and ``locked()``, Flask's ``@zk.locked`` and
+``zk.lock()``, their status pages, Celery's singleton keys and the
+``zk-recipes`` command are built from these parts; a face for another
+framework (FastAPI, Pyramid, an RQ worker) needs only them and the public
+``zk_recipes`` names. Each face passes in what differs (where the client
+comes from, how a busy lock answers, where the held lock is shown); the
+rest is here, once:
+
+- **Names and paths.** ``lock_path(name, prefix)`` / ``leader_path``:
+  ``<prefix>/locks/<name>``, the one directory every face uses for a lock
+  called ``name``, so that ``zk-recipes lock X``, ``manage.py zklock X`` and
+  ``@zk_lock("X")`` exclude each other; ``DEFAULT_PREFIX`` is the ``prefix``
+  setting's default. ``LockNameTemplate`` names a decorated function's lock
+  from its arguments (``"invoice-{pk}"``), each value quoted into one node
+  name; ``bind_arguments`` / ``unknown_parameters`` are its binding of a
+  call to a signature, shared with Celery's singleton keys.
+- **Taking the lock of one call.** ``LockTarget``: the lock, its wait, and
+  a client factory called on the waiting thread; ``acquire()`` for sync
+  code, ``acquire_async()`` for async code (the wait runs on a thread of its
+  own; a cancelled waiter leaves no node), ``release_lock_async``.
+- **The decorated call and the block.** ``LockPlan`` + ``locked_call`` (hold,
+  run, release in ``finally``; a busy answer from the face),
+  ``LockedBlock`` (``with`` / ``async with``), ``HeldLocks`` (the innermost
+  held lock of this thread or task, for ``current_lock()``, and the warning
+  when a lock was lost while a function held it), ``check_on_busy``.
+- **The front door.** ``require_version``: an integration's import refuses
+  a framework older than it supports, naming the versions and the extra.
+- **Status pages.** ``connection_report`` (+ ``server_info``): the client's
+  connection as plain data; ``connection_rows`` / ``recipe_rows`` (+
+  ``NodeRow``, ``RecipeRow``, ``spaced_hosts``): that report and
+  ``zk_recipes.holders()`` as rows to render.
+
+The kit imports the public ``zk_recipes`` names only, and no framework;
+the faces import it (the ``zk-recipes`` command is one user of it).
+docs/frameworks.md walks through a face built on it.
+"""
+
+from __future__ import annotations
+
+from zk_recipes import DEFAULT_PREFIX as DEFAULT_PREFIX
+from zk_recipes.frameworks._connection_report import (
+    connection_report as connection_report,
+    server_info as server_info,
+)
+from zk_recipes.frameworks._lock_names import (
+    LockNameTemplate as LockNameTemplate,
+    bind_arguments as bind_arguments,
+    qualified_name as qualified_name,
+    unknown_parameters as unknown_parameters,
+)
+from zk_recipes.frameworks._lock_paths import (
+    leader_path as leader_path,
+    lock_path as lock_path,
+)
+from zk_recipes.frameworks._lock_target import (
+    LockTarget as LockTarget,
+    release_lock_async as release_lock_async,
+)
+from zk_recipes.frameworks._locked_calls import (
+    Attach as Attach,
+    HeldLocks as HeldLocks,
+    Holding as Holding,
+    LockedBlock as LockedBlock,
+    LockPlan as LockPlan,
+    check_on_busy as check_on_busy,
+    locked_call as locked_call,
+)
+from zk_recipes.frameworks._status_rows import (
+    NodeRow as NodeRow,
+    RecipeRow as RecipeRow,
+    connection_rows as connection_rows,
+    recipe_rows as recipe_rows,
+    spaced_hosts as spaced_hosts,
+)
+from zk_recipes.frameworks._versions import (
+    require_version as require_version,
+    version_tuple as version_tuple,
+)
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "Attach",
+    "HeldLocks",
+    "Holding",
+    "LockNameTemplate",
+    "LockPlan",
+    "LockTarget",
+    "LockedBlock",
+    "NodeRow",
+    "RecipeRow",
+    "bind_arguments",
+    "check_on_busy",
+    "connection_report",
+    "connection_rows",
+    "leader_path",
+    "lock_path",
+    "locked_call",
+    "qualified_name",
+    "recipe_rows",
+    "release_lock_async",
+    "require_version",
+    "server_info",
+    "spaced_hosts",
+    "unknown_parameters",
+    "version_tuple",
+]

@@ -1,0 +1,77 @@
+"""A client's connection, session and server as plain data: what status pages and ``status`` show.
+
+``connection_report(client)`` reads what the client knows (state, hosts,
+namespace, the server it is connected to, the session and its timeouts) and,
+unless told not to, asks that server for its version and mode with the
+``srvr`` four-letter word (``server_info``). Faces render it: the CLI's
+``status`` as aligned text or JSON, the Django admin page and Flask's status
+blueprint as rows (``connection_rows``), health checks as a few keys of it.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+from zk_recipes import ZkClient
+
+#: ``srvr`` line label -> our key.
+_SRVR_FIELDS = {
+    "Zookeeper version": "version",
+    "Mode": "mode",
+    "Connections": "connections",
+    "Outstanding": "outstanding",
+    "Zxid": "zxid",
+    "Node count": "node_count",
+}
+
+
+def server_info(host: str, port: int, timeout: float = 2.0) -> dict[str, Any]:
+    """Version and mode of one server from its ``srvr`` four-letter word.
+
+    Servers allow only the words in ``4lw.commands.whitelist`` (3.5+; ``srvr``
+    is in the default list); when it is refused, or the port does not answer
+    in ``timeout``, the result says so under ``"error"`` instead.
+    """
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            sock.sendall(b"srvr")
+            answer = b"".join(iter(lambda: sock.recv(65536), b"")).decode("utf-8", "replace")
+    except OSError as exc:
+        return {"error": f"srvr to {host}:{port} failed: {exc}"}
+    if "not in the whitelist" in answer or "not executed" in answer:
+        return {"error": f"the server refuses srvr (4lw.commands.whitelist): {answer.strip()}"}
+    info: dict[str, Any] = {}
+    for line in answer.splitlines():
+        label, sep, value = line.partition(":")
+        key = _SRVR_FIELDS.get(label.strip())
+        if sep and key is not None:
+            value = value.strip()
+            info[key] = int(value) if value.isdigit() else value
+    if "version" in info:
+        info["version"] = str(info["version"]).split(",")[0].split("-")[0]
+    return info or {"error": f"srvr to {host}:{port} gave no answer"}
+
+
+def connection_report(client: ZkClient, *, server: bool = True) -> dict[str, Any]:
+    """The client's connection, session and server, as plain data.
+
+    ``server=False`` leaves the server's version and mode out (``"server":
+    None``): asking for them is a round trip of its own (``server_info``),
+    which a health check that must answer at once does without.
+    """
+    state = client.state
+    address = client.connected_address
+    session_id = client.session_id
+    report: dict[str, Any] = {
+        "state": state.value if state is not None else "NOT_STARTED",
+        "hosts": client.connect_string,
+        "namespace": client.namespace or "",
+        "connected_to": f"{address[0]}:{address[1]}" if address else None,
+        "session_id": f"0x{session_id:x}" if session_id else None,
+        "session_timeout": client.settings.session_timeout,
+        "negotiated_session_timeout": client.negotiated_session_timeout,
+        "server": server_info(*address) if address and server else None,
+    }
+    return report
