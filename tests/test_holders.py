@@ -10,10 +10,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from zk_recipes import (
+    ConfigurationError,
     InvalidPathError,
     LeaderLatch,
     LeaderSelector,
@@ -24,13 +26,17 @@ from zk_recipes import (
     QueuedNode,
     ReadWriteLock,
     RecipeHolders,
+    RecipeLayout,
     RLock,
     Semaphore,
+    WrongTypeError,
     ZkClient,
     digest_acl,
     holders,
     holders_table,
+    register_layout,
 )
+from zk_recipes._inspect import layouts
 from zk_recipes.testing import wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
@@ -258,29 +264,90 @@ def test_leader_selector_is_told_apart_by_its_identifiers(zk_client_factory: Cli
         second.close()
 
 
-def test_celery_singleton_and_beat_paths(zk_client_factory: ClientFactory) -> None:
-    reader = zk_client_factory()
-    client = zk_client_factory()
-    task_id = "0b6c4d1e-6f7a-4c9e-9d35-1f5cf2f0e0a1"
-    singleton = Lock(client, "/celery/singleton/proj.sync/task", identifier=task_id)
-    assert singleton.acquire()
-    beat = LeaderLatch(client, "/celery/beat/proj", f"{HOST}:{PID}").start()
-    assert beat.await_leadership(10)
+@pytest.fixture
+def fresh_layouts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The layout registry as if nothing had registered yet; put back after the test."""
+    monkeypatch.setattr(layouts, "_registered", [])
+    monkeypatch.setattr(layouts, "_loaded", False)
+
+
+def _parse_host_pid(data: str) -> Owner | None:
+    host, _, pid = data.partition("@")
+    return Owner(host=host, pid=int(pid)) if pid.isdigit() else None
+
+
+def test_a_registered_layout_names_its_recipes(
+    zk_client_factory: ClientFactory, fresh_layouts: None
+) -> None:
+    register_layout(RecipeLayout("job lock", base="lock", path="jobs/*/lock"))
+    cron_layout = RecipeLayout(
+        "cron leader", base="leader latch", path="cron/*", owner_of_data=_parse_host_pid
+    )
+    register_layout(cron_layout)
+    reader, client = zk_client_factory(), zk_client_factory()
+    job = Lock(client, "/app/jobs/nightly/lock", identifier="run-7")
+    assert job.acquire()
+    elsewhere = Lock(client, "/app/jobs/nightly/other")  # not the layout's last segment
+    assert elsewhere.acquire()
+    cron = LeaderLatch(client, "/app/cron/main", f"{HOST}@{PID}").start()
+    assert cron.await_leadership(10)
     try:
-        report = holders(reader, "/celery")
+        report = holders(reader, "/app")
         assert [(r.path, r.kind) for r in report] == [
-            ("/celery/beat/proj", "celery beat"),
-            ("/celery/singleton/proj.sync/task", "celery singleton"),
+            ("/app/cron/main", "cron leader"),
+            ("/app/jobs/nightly/lock", "job lock"),
+            ("/app/jobs/nightly/other", "lock"),
         ]
         [leader] = report[0].holders
         assert (leader.owner.host, leader.owner.pid) == (HOST, PID)
-        assert leader.identifier == f"{HOST}:{PID}"
+        assert leader.identifier == f"{HOST}@{PID}"
         [holder] = report[1].holders
-        assert (holder.identifier, holder.owner.pid) == (task_id, PID)
-        assert holder.fencing_token == singleton.fencing_token
+        assert (holder.identifier, holder.owner.pid) == ("run-7", PID)
+        assert holder.fencing_token == job.fencing_token
     finally:
-        beat.close()
-        singleton.release()
+        cron.close()
+        job.release()
+        elsewhere.release()
+
+
+def test_layouts_load_from_entry_points_and_skip_the_broken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_layouts: None
+) -> None:
+    (tmp_path / "facelayouts.py").write_text(
+        "from zk_recipes import RecipeLayout\n"
+        "LAYOUTS = [RecipeLayout('face lock', base='lock', path='face/*')]\n"
+    )
+    info = tmp_path / "face_demo-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: face-demo\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[zk_recipes.layouts]\n"
+        "face = facelayouts:LAYOUTS\n"
+        "missing = no_such_framework_here:LAYOUTS\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = {layout.kind for layout in layouts.layouts()}
+    assert "face lock" in found
+    assert layouts.kind_of("lock", "/x/face/y") == RecipeLayout(
+        "face lock", base="lock", path="face/*"
+    )
+    assert layouts.kind_of("leader latch", "/x/face/y") is None
+
+
+def test_layouts_refuse_what_could_never_match() -> None:
+    with pytest.raises(ConfigurationError, match="base must be one of 'lock'"):
+        RecipeLayout("x", base="mutex", path="a/*")
+    with pytest.raises(ConfigurationError, match="no leading, trailing or doubled"):
+        RecipeLayout("x", base="lock", path="/a/*")
+    with pytest.raises(WrongTypeError, match="non-empty str"):
+        RecipeLayout("", base="lock", path="a")
+    with pytest.raises(WrongTypeError, match=r"takes a zk_recipes\.RecipeLayout"):
+        register_layout("a/*")  # type: ignore[arg-type]
+    layout = RecipeLayout("x", base="lock", path="singleton/*/*")
+    assert layout.matches("lock", "/celery/singleton/t/k")
+    assert not layout.matches("lock", "/celery/singleton/t")
+    assert not layout.matches("lock", "/singleton/t")
+    assert not layout.matches("leader latch", "/celery/singleton/t/k")
 
 
 def test_json_and_table(zk_client_factory: ClientFactory, background: _Background) -> None:

@@ -37,6 +37,7 @@ from zk_recipes import (
     Spelling,
     read_settings,
 )
+from zk_recipes_celery._layouts import BEAT_SEGMENT, SINGLETON_SEGMENT
 
 _EAGER_MODES = ("lock", "bypass")
 DEFAULT_PREFIX = "/celery"
@@ -73,11 +74,11 @@ class CeleryZkConfig:
 
     @property
     def singleton_root(self) -> str:
-        return f"{self.prefix}/singleton"
+        return f"{self.prefix}/{SINGLETON_SEGMENT}"
 
     @property
     def beat_path(self) -> str:
-        return f"{self.prefix}/beat/{self.beat_name}"
+        return f"{self.prefix}/{BEAT_SEGMENT}/{self.beat_name}"
 
 
 def _client_options(value: object, text: bool) -> dict[str, Any]:

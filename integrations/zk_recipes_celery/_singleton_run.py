@@ -21,6 +21,7 @@ from typing import Any, Literal, get_args
 from zk_recipes import (
     ConfigurationError,
     Lock,
+    LockTimeout,
     Owner,
     RecipeUsageError,
     ZkRecipesError,
@@ -42,8 +43,12 @@ CONFLICT_POLICIES: tuple[str, ...] = get_args(ConflictPolicy)
 LOST_POLICIES: tuple[str, ...] = get_args(LostPolicy)
 
 
-class SingletonBusy(ZkRecipesError):
-    """Another run holds this task's key (``on_conflict="raise"``, or a wait timed out)."""
+class SingletonBusy(LockTimeout):
+    """Another run holds this task's key (``on_conflict="raise"``, or a wait timed out).
+
+    A ``LockTimeout``, as "busy" is in every face (Django's and Flask's locked
+    blocks raise one too), so ``except LockTimeout`` means the same everywhere.
+    """
 
     def __init__(self, message: str = "", *, holder: Owner | None = None) -> None:
         super().__init__(message)
@@ -192,7 +197,7 @@ def run_guarded(
     path = (
         f"{config.singleton_root}/{name_segment}/{key_segment(options.key, key_fn, args, kwargs)}"
     )
-    client = state.clients.get()
+    client = state.process_client.get()
     lock = Lock(client, path, identifier=task_id)
     acquired = lock.acquire(blocking=False)
     holder: Owner | None = None

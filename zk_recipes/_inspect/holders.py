@@ -15,16 +15,20 @@ the same):
 
 - ``lock-`` nodes: a mutex. "lock" (Lock, RLock, InterProcessMutex); "leader
   selector" when a node's data is a plain identifier (neither our owner JSON
-  nor an IP address: only a LeaderSelector writes that); "celery singleton"
-  under ``.../singleton/<task>/<key>``.
+  nor an IP address: only a LeaderSelector writes that).
 - ``__READ__`` / ``__WRIT__`` nodes: "read-write lock".
-- ``latch-`` nodes: "leader latch"; "celery beat" under ``.../beat/<name>``.
+- ``latch-`` nodes: "leader latch".
 - a ``leases`` child (and usually ``locks``): "semaphore".
 
+A face that builds a recipe of its own on one of these registers where its
+directories are (``RecipeLayout``, _inspect/layouts.py), and its recipes are
+reported under its kind: Celery's singleton tasks as "celery singleton",
+its beat election as "celery beat".
+
 Then every contender node is read (``getData``, pipelined in batches) for its
-data and stat, and each queue is ordered and decided as its recipe does
-(_internals/contenders.py's sort key; the read-write rules of _locks/rwlock.py;
-a semaphore's pending leases, below). A node gone between the listing and the
+data and stat, and each queue is ordered and decided by its recipe's own
+rules: _internals/contenders.py's sort key, ``rwlock.holding_of`` for a
+read-write lock, and a semaphore's pending leases (below). A node gone between the listing and the
 read is left out: it is not in the queue any more.
 
 Semaphores. Curator's V2 (and ours) keeps ``max_leases`` in each process,
@@ -36,17 +40,17 @@ mutex node are waiting, with the rest of the mutex queue behind them.
 
 Owner data. Our locks, leases and semaphores write ``Owner`` JSON; a
 LeaderLatch or LeaderSelector writes its identifier (which may be owner JSON:
-parsed then); Celery's beat election writes ``host:pid``; Curator writes the
-peer's IP address or nothing. What is not owner JSON is kept as text in
-``QueuedNode.data``, and ``since`` is then the node's ctime.
+parsed then); a face's layout may read its own data (Celery's beat election
+writes ``host:pid``); Curator writes the peer's IP address or nothing. What
+is not owner JSON is kept as text in ``QueuedNode.data``, and ``since`` is
+then the node's ctime.
 
 Reads only: no watch is left, no node is created. SUSPENDED/LOST: the reads
 fail with the client's error (ConnectionLostError, SessionLost, ...), as any
 read does; there is nothing to clean up.
 
-Size (~500 lines, over the house's ~400): the reader, its two result types
-and the table for people are one idea (what ``zk-recipes holders`` shows),
-and the queue rules are the recipes' own, restated for reading.
+The table for people is holders_table.py's; the layouts faces register are
+layouts.py's.
 """
 
 from __future__ import annotations
@@ -61,36 +65,25 @@ from typing import Any, Protocol, TypeVar
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
 from zk_recipes._errors import NoAuthError, NoNodeError
+from zk_recipes._inspect.layouts import (
+    LEADER_LATCH,
+    LOCK,
+    READ_WRITE_LOCK,
+    SEMAPHORE,
+    RecipeLayout,
+    kind_of,
+)
 from zk_recipes._internals.args import require_client
 from zk_recipes._internals.contenders import sort_key
 from zk_recipes._leader.latch import LATCH_TOKEN
 from zk_recipes._locks.lock import LOCK_TOKEN
-from zk_recipes._locks.rwlock import READ_TOKEN, WRITE_TOKEN
+from zk_recipes._locks.rwlock import READ_TOKEN, WRITE_TOKEN, holding_of
 from zk_recipes._locks.semaphore import LEASE_TOKEN, LEASES_DIR, LOCKS_DIR
 from zk_recipes._types import Owner, ZnodeStat
 
-#: The kinds ``RecipeHolders.kind`` takes.
-LOCK = "lock"
-READ_WRITE_LOCK = "read-write lock"
-SEMAPHORE = "semaphore"
-LEADER_LATCH = "leader latch"
 LEADER_SELECTOR = "leader selector"
-CELERY_SINGLETON = "celery singleton"
-CELERY_BEAT = "celery beat"
-KINDS = (
-    LOCK,
-    READ_WRITE_LOCK,
-    SEMAPHORE,
-    LEADER_LATCH,
-    LEADER_SELECTOR,
-    CELERY_SINGLETON,
-    CELERY_BEAT,
-)
-
-# The Celery integration's layout (zk_recipes_celery/_config.py; the core cannot import it):
-# singleton locks at <prefix>/singleton/<task>/<key>, the beat election at <prefix>/beat/<name>.
-_CELERY_SINGLETON_SEGMENT = "singleton"
-_CELERY_BEAT_SEGMENT = "beat"
+#: The kinds the core reports; a face's layouts add their own (``RecipeLayout``).
+KINDS = (LOCK, READ_WRITE_LOCK, SEMAPHORE, LEADER_LATCH, LEADER_SELECTOR)
 
 _RW_TOKENS = (READ_TOKEN, WRITE_TOKEN)
 _TOKENS = (READ_TOKEN, WRITE_TOKEN, LATCH_TOKEN, LEASE_TOKEN, LOCK_TOKEN)
@@ -98,7 +91,6 @@ _CONTENDER = re.compile("(" + "|".join(re.escape(t) for t in _TOKENS) + r")(-?\d
 _SEQUENTIAL = re.compile(r"\d{10}$")
 #: Data that is neither an identifier nor an address: Curator's revocation request.
 _REVOKE = b"__REVOKE__"
-_BEAT_ID = re.compile(r"([^\s:]+):(\d+)")
 #: Requests in flight at once (a walk of a large tree does not queue thousands).
 _BATCH = 500
 
@@ -169,8 +161,8 @@ class RecipeHolders:
 
     #: The recipe's path, relative to the client's namespace.
     path: str
-    #: One of ``KINDS``: "lock", "read-write lock", "semaphore", "leader latch",
-    #: "leader selector", "celery singleton", "celery beat".
+    #: "lock", "read-write lock", "semaphore", "leader latch", "leader selector",
+    #: or the kind of a face's layout ("celery singleton", "celery beat").
     kind: str
     #: The node(s) holding now (a leader, a lock holder, readers, leases).
     holders: tuple[QueuedNode, ...]
@@ -285,17 +277,20 @@ class _Found:
 
     def report(self, nodes: dict[str, tuple[bytes, ZnodeStat]]) -> RecipeHolders | None:
         where = self.leases_dir or self.path
+        layout = kind_of(self.family, self.path)
         if self.family == SEMAPHORE:
-            return _semaphore(self, nodes)
+            return _semaphore(self, nodes, layout)
         queue = _queue(where, self.names, self.tokens, nodes)
         if not queue:
             return None  # every node went while we read: nobody is there now
-        kind = _kind(self.path, self.family, queue)
+        base = self.family
+        if base == LOCK and layout is None and any(_is_identifier(n.raw) for n in queue):
+            base = LEADER_SELECTOR
         if self.family == READ_WRITE_LOCK:
-            holding = _rw_holding(queue)
+            holding = holding_of([_paths.name_of(n.path) for n in queue])
         else:
             holding = [index == 0 for index in range(len(queue))]
-        return _build(self.path, kind, queue, holding)
+        return _build(self.path, base, layout, queue, holding)
 
 
 def _recipes(listed: dict[str, list[str]]) -> Iterable[_Found]:
@@ -331,18 +326,6 @@ def _recipes(listed: dict[str, list[str]]) -> Iterable[_Found]:
 def _token(name: str) -> str | None:
     match = _CONTENDER.search(name)
     return match.group(1) if match else None
-
-
-def _kind(path: str, family: str, queue: Sequence[_Read]) -> str:
-    segments = path.split("/")
-    if family == LOCK:
-        if len(segments) >= 4 and segments[-3] == _CELERY_SINGLETON_SEGMENT:
-            return CELERY_SINGLETON
-        if any(_is_identifier(n.raw) for n in queue):
-            return LEADER_SELECTOR
-    if family == LEADER_LATCH and len(segments) >= 3 and segments[-2] == _CELERY_BEAT_SEGMENT:
-        return CELERY_BEAT
-    return family
 
 
 def _is_identifier(raw: bytes) -> bool:
@@ -393,19 +376,9 @@ def _queue(
     return queue
 
 
-def _rw_holding(queue: Sequence[_Read]) -> list[bool]:
-    """The read-write rules: a writer holds when first (its own downgrade read node aside);
-    a reader holds while no writer sorts before it (a downgrade node sits at its writer's key)."""
-    writers = [n.key for n in queue if n.mode == "write"]
-    first_writer = writers[0] if writers else None
-    first_key = queue[0].key
-    return [
-        n.key == first_key if n.mode == "write" else first_writer is None or n.key <= first_writer
-        for n in queue
-    ]
-
-
-def _semaphore(found: _Found, nodes: dict[str, tuple[bytes, ZnodeStat]]) -> RecipeHolders | None:
+def _semaphore(
+    found: _Found, nodes: dict[str, tuple[bytes, ZnodeStat]], layout: RecipeLayout | None
+) -> RecipeHolders | None:
     leases = _queue(found.leases_dir, found.names, (LEASE_TOKEN,), nodes)
     mutex = _queue(_paths.join(found.path, LOCKS_DIR), found.mutex, (LOCK_TOKEN,), nodes)
     if not leases and not mutex:
@@ -421,34 +394,42 @@ def _semaphore(found: _Found, nodes: dict[str, tuple[bytes, ZnodeStat]]) -> Reci
     granted = [n for n in leases if n not in pending]
     waiting = pending + (mutex[1:] if pending else mutex)
     holding = [True] * len(granted) + [False] * len(waiting)
-    return _build(found.path, SEMAPHORE, granted + waiting, holding)
+    return _build(found.path, SEMAPHORE, layout, granted + waiting, holding)
 
 
-def _build(path: str, kind: str, queue: Sequence[_Read], holding: Sequence[bool]) -> RecipeHolders:
+def _build(
+    path: str,
+    base: str,
+    layout: RecipeLayout | None,
+    queue: Sequence[_Read],
+    holding: Sequence[bool],
+) -> RecipeHolders:
     built = [
-        _queued(node, kind, position, held)
+        _queued(node, base, layout, position, held)
         for position, (node, held) in enumerate(zip(queue, holding, strict=True))
     ]
     return RecipeHolders(
         path,
-        kind,
+        base if layout is None else layout.kind,
         tuple(n for n in built if n.holding),
         tuple(n for n in built if not n.holding),
     )
 
 
-def _queued(node: _Read, kind: str, position: int, holding: bool) -> QueuedNode:
+def _queued(
+    node: _Read, base: str, layout: RecipeLayout | None, position: int, holding: bool
+) -> QueuedNode:
     raw, stat = node.raw, node.stat
     owner = Owner.from_bytes(raw)
     data: str | None = None
     identifier = owner.id
     if not owner:
         data = raw.decode("utf-8", "replace")
-        if kind in (LEADER_LATCH, LEADER_SELECTOR, CELERY_BEAT) and data:
+        if base in (LEADER_LATCH, LEADER_SELECTOR) and data:
             identifier = data  # Curator's Participant id: the node's data
-        beat = _BEAT_ID.fullmatch(data) if kind == CELERY_BEAT else None
-        if beat is not None:
-            owner = Owner(host=beat.group(1), pid=int(beat.group(2)))
+        named = layout.owner_of_data(data) if layout and layout.owner_of_data and data else None
+        if named is not None:
+            owner = named
     return QueuedNode(
         node=node.path,
         sequence=node.sequence,
@@ -462,49 +443,3 @@ def _queued(node: _Read, kind: str, position: int, holding: bool) -> QueuedNode:
         mode=node.mode,
         identifier=identifier,
     )
-
-
-# -- for people ----------------------------------------------------------------------------
-
-_COLUMNS = ("RECIPE", "KIND", "ROLE", "HOST", "PID", "ID", "SINCE", "TOKEN", "SESSION")
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def holders_table(report: Sequence[RecipeHolders], *, now: float | None = None) -> str:
-    """``report`` as a plain-text table, one row per node (ages counted from ``now``)."""
-    if not report:
-        return "no locks, semaphores or elections found"
-    at = time.time() if now is None else now
-    rows = [_COLUMNS]
-    for recipe in report:
-        if not recipe.holders and not recipe.waiting:
-            rows.append((recipe.path, recipe.kind, "-", "", "", "", "", "", ""))
-        for rank, node in enumerate((*recipe.holders, *recipe.waiting)):
-            role = "holder" if node.holding else f"waiting #{rank - len(recipe.holders) + 1}"
-            owner = node.owner
-            host = owner.host or (node.data if node.identifier is None else None)
-            rows.append(
-                (
-                    recipe.path,
-                    recipe.kind,
-                    f"{role} ({node.mode})" if node.mode else role,
-                    _cell(host),
-                    _cell(owner.pid),
-                    _cell(node.identifier),
-                    node.age(at),
-                    str(node.fencing_token),
-                    f"{node.session_id:#x}",
-                )
-            )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    )
-
-
-def _cell(value: object, limit: int = 40) -> str:
-    if value is None or value == "":
-        return "-"
-    text = _UNPRINTABLE.sub("?", str(value))
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,59 @@
+"""``holders_table``: what ``holders()`` found, as a plain-text table for people.
+
+One row per contender node (holders first, then the queue in order), with
+the owner's host, pid and id, how long ago it queued, its fencing token and
+session. Cells are cut to 40 characters and control characters replaced:
+owner data is whatever a process wrote, and it goes to a terminal.
+``zk-recipes holders`` prints it; programs want ``RecipeHolders.as_dict()``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+
+from zk_recipes._inspect.holders import RecipeHolders
+
+_COLUMNS = ("RECIPE", "KIND", "ROLE", "HOST", "PID", "ID", "SINCE", "TOKEN", "SESSION")
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def holders_table(report: Sequence[RecipeHolders], *, now: float | None = None) -> str:
+    """``report`` as a plain-text table, one row per node (ages counted from ``now``)."""
+    if not report:
+        return "no locks, semaphores or elections found"
+    at = time.time() if now is None else now
+    rows = [_COLUMNS]
+    for recipe in report:
+        if not recipe.holders and not recipe.waiting:
+            rows.append((recipe.path, recipe.kind, "-", "", "", "", "", "", ""))
+        for rank, node in enumerate((*recipe.holders, *recipe.waiting)):
+            role = "holder" if node.holding else f"waiting #{rank - len(recipe.holders) + 1}"
+            owner = node.owner
+            host = owner.host or (node.data if node.identifier is None else None)
+            rows.append(
+                (
+                    recipe.path,
+                    recipe.kind,
+                    f"{role} ({node.mode})" if node.mode else role,
+                    _cell(host),
+                    _cell(owner.pid),
+                    _cell(node.identifier),
+                    node.age(at),
+                    str(node.fencing_token),
+                    f"{node.session_id:#x}",
+                )
+            )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+def _cell(value: object, limit: int = 40) -> str:
+    if value is None or value == "":
+        return "-"
+    text = _UNPRINTABLE.sub("?", str(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
