@@ -1,8 +1,8 @@
 """The contender queue and the create protocol under it: no orphan, no wrap, no spin.
 
-Findings F7 (sequence wrap), F8 (an orphan contender after a failed read),
-F11 (a protected create reusing its id after a dead session's node) and F15
-(a re-read that spins) of the adversarial review, against a real server.
+Sequence wrap, an orphan contender after a failed read, a protected create
+reusing its id after a dead session's node, and a re-read that spins: each a
+way to two holders or a stuck queue, against a real server.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """One validity model for every hold: a hold is ours only while its session life lasts.
 
-Each test here is a finding of the adversarial review (F2, F3, F5, F10, F12,
-F13), written against real servers: the holder learns of a loss however the
-loss reaches it — in the window between taking a node and following it, by
-close(), in a burst of expiries — and nothing escapes acquire() on the way.
+Each test here was a way to miss a loss, written against real servers: the
+holder learns of a loss however the loss reaches it — in the window between
+taking a node and following it, by close(), in a burst of expiries, by a
+state change queued for an earlier hold — and nothing escapes acquire() on
+the way.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def _lose_before_following(
 ) -> Iterator[None]:
     """Partition ``client`` and wait for LOST right before the listener ``is_it`` is added.
 
-    That is the window between taking a node and following it (F2): a LOST
+    That is the window between taking a node and following it: a LOST
     published there reaches no listener of the hold; the hold must notice
     all the same.
     """
@@ -154,7 +155,7 @@ def test_a_session_selector_never_leads_on_a_mutex_lost_in_that_window(
     selector.close()
 
 
-# ---------------------------------------------------------------- close() (F3, F10)
+# ---------------------------------------------------------------- close() tells every hold
 
 
 def test_close_ends_every_hold_before_the_server_hands_it_on(
@@ -226,7 +227,7 @@ def test_close_gives_a_pending_guaranteed_delete_its_chance_without_spinning(
     assert cpu < 0.5, f"close() burnt {cpu:.2f} s of CPU waiting for the delete"
 
 
-# ---------------------------------------------------------------- expiry storms (F5, F12)
+# ---------------------------------------------------------------- expiry storms
 
 
 def test_every_lease_held_at_an_expiry_ends_lost(
@@ -331,7 +332,7 @@ def test_nothing_escapes_acquire_through_expiries(zk_client_factory: ClientFacto
     assert cycles["sem"] > 8
 
 
-# ---------------------------------------------------------------- stale changes (F13)
+# ---------------------------------------------------------------- stale state changes
 
 
 def test_a_state_change_older_than_the_hold_is_ignored(zk_client_factory: ClientFactory) -> None:

@@ -268,7 +268,7 @@ def test_deleting_the_leaders_node_cancels_its_term(zk_client_factory: ClientFac
 def test_session_policy_notices_a_deleted_node_after_a_reconnect(
     zk_private_server: ZooKeeperServer, zk_proxy: TcpProxy, zk_client_factory: ClientFactory
 ) -> None:
-    # F4: kazoo drops the node watch on a disconnect; on the same session the
+    # kazoo drops the node watch on a disconnect; on the same session the
     # term rightly goes on, and a deletion afterwards must still cancel it.
     client = zk_client_factory(hosts=zk_proxy.connect_string)
     admin = zk_client_factory(hosts=zk_private_server.connect_string)

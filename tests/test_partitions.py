@@ -2,13 +2,13 @@
 
 The docs promise that "a partitioned holder learns it lost its lock before
 the server lets anyone else take it". That holds only if the client counts
-its silence from the last moment the server provably heard it (F1): here
+its silence from the last moment the server provably heard it: here
 both directions of a one-way partition are cut while the holder keeps
 receiving watch notifications (nodes it watches are rewritten every 0.2 x
 the session timeout), which used to push its LOST past the server's expiry.
 Then: a connection that flaps for a minute under four contenders leaves at
-most one node per holder (F8), and a client whose kazoo connection thread
-dies comes back on its own (F9).
+most one node per holder (no orphan contender), and a client whose kazoo
+connection thread dies comes back on its own.
 """
 
 from __future__ import annotations

@@ -289,7 +289,7 @@ def test_a_lost_session_loses_the_read_lock(zk_client_factory: ClientFactory) ->
 def test_downgrade_is_refused_once_the_write_lock_was_lost(
     zk_client_factory: ClientFactory,
 ) -> None:
-    # F6: a read node made at a lost writer's place would sort ahead of the new
+    # A read node made at a lost writer's place would sort ahead of the new
     # writer and be granted at once: a reader and a writer together.
     client, other = zk_client_factory(), zk_client_factory()
     rw = ReadWriteLock(client, "/lost-writer")

@@ -53,6 +53,7 @@ from zk_recipes._client.states import (
     StateChange as StateChange,
 )
 from zk_recipes._config import (
+    DEFAULT_PREFIX as DEFAULT_PREFIX,
     SETTINGS as SETTINGS,
     RecipesConfig as RecipesConfig,
     Setting as Setting,
@@ -103,7 +104,13 @@ from zk_recipes._inspect.holders import (
     QueuedNode as QueuedNode,
     RecipeHolders as RecipeHolders,
     holders as holders,
+)
+from zk_recipes._inspect.holders_table import (
     holders_table as holders_table,
+)
+from zk_recipes._inspect.layouts import (
+    RecipeLayout as RecipeLayout,
+    register_layout as register_layout,
 )
 from zk_recipes._internals.locklike import (
     LockLike as LockLike,
@@ -140,8 +147,10 @@ from zk_recipes._locks.rwlock import (
 from zk_recipes._locks.semaphore import (
     Lease as Lease,
     Semaphore as Semaphore,
-    SemaphoreMutex as SemaphoreMutex,
     SemaphoreStatistics as SemaphoreStatistics,
+)
+from zk_recipes._locks.semaphore_mutex import (
+    SemaphoreMutex as SemaphoreMutex,
 )
 from zk_recipes._nodes.group_member import (
     GroupMember as GroupMember,
@@ -187,6 +196,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "CREATOR_ALL_ACL",
+    "DEFAULT_PREFIX",
     "OPEN_ACL_UNSAFE",
     "READ_ACL_UNSAFE",
     "SETTINGS",
@@ -252,6 +262,7 @@ __all__ = [
     "ReadLock",
     "ReadWriteLock",
     "RecipeHolders",
+    "RecipeLayout",
     "RecipeUsageError",
     "RecipesConfig",
     "RetriesExhaustedError",
@@ -287,6 +298,7 @@ __all__ = [
     "holders_table",
     "is_retryable",
     "read_settings",
+    "register_layout",
     "retry",
     "settings_from_env",
 ]
@@ -322,3 +334,10 @@ def _fixup_module_metadata(module_name: str, namespace: dict[str, object]) -> No
 
 _fixup_module_metadata(__name__, globals())
 del _fixup_module_metadata
+
+# The composition root picks the metrics implementation (zk_recipes/metrics.py),
+# so that importing a recipe's module alone registers nothing anywhere.
+from zk_recipes.metrics import _install_default  # noqa: E402
+
+_install_default()
+del _install_default

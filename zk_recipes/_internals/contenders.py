@@ -8,8 +8,9 @@ Python contenders queue in one directory:
 1. **Enter**: a protected EPHEMERAL_SEQUENTIAL node ``<dir>/_c_<uuid>-<token><seq>``
    under CONTAINER parents, *pipelined* with the read of the directory's
    children (one round trip; the list already holds our node). Once our node
-   exists, nothing on this path raises without deleting it (a contender of
-   our live session left in the queue would block everyone, F8).
+   exists, nothing on this path raises without deleting it: a contender of
+   our live session left in the queue would block everyone behind it until
+   the session ends, since nobody would ever delete it.
 2. **Sort** every child by the text after the last occurrence of a queue
    token (the whole name if there is none). Foreign children take part, as
    in Curator (a foreign child that sorts first blocks the queue: CURATOR-43).
@@ -38,7 +39,7 @@ re-enter. A wait that times out, is cancelled (``Cancellation``) or fails
 deletes its own node (guaranteed delete) so nobody is blocked by it (kazoo
 #732).
 
-Sequence wrap (F7, shared with Curator): the ``%010d`` suffix comes from the
+Sequence wrap (a latent flaw Curator shares): the ``%010d`` suffix comes from the
 directory's signed 32-bit child counter, which wraps after about 2**31
 creates and deletes in a directory that never empties (a CONTAINER that
 empties is reaped and starts again at 0). After the wrap new names sort

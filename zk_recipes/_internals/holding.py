@@ -23,15 +23,17 @@ same three questions about it, and answers them here, the same way:
   session clears the doubt once our node is seen still there (someone may
   have deleted it meanwhile). A change older than the hold (``seq`` at or
   below the hold's) is ignored: it was decided before the hold was taken
-  (queued for an earlier registration of the same listener, F13), and the
-  hold's initial state already reflects it.
+  (it was queued for an earlier registration of the same listener, and
+  applying it would mark a fresh hold lost or in doubt for a past event),
+  and the hold's initial state already reflects it.
 
 ``HeldNodes`` keeps one recipe object's holds and the one state listener
 that follows them, registered while the object holds anything. It registers
 the listener under the recipe's own guard and checks the hold again right
 after (a LOST published between taking the node and registering the
-listener reached nobody: the epoch tells), so no loss is ever missed (F2,
-F5). A lost hold's owner is told through ``LossSignal``: its ``lost`` event
+listener reached nobody: the epoch tells), so no loss is ever missed, even
+when a release racing an acquire unregisters the listener while another hold
+of the same object is still held. A lost hold's owner is told through ``LossSignal``: its ``lost`` event
 is set at once, its ``on_lost`` callbacks run in order on a thread of the
 signal's own, never on the caller's or kazoo's.
 """
@@ -54,8 +56,8 @@ from zk_recipes._errors import (
     ZkTimeoutError,
 )
 from zk_recipes._internals.contenders import Entry
-from zk_recipes._internals.threads import SerialExecutor
 from zk_recipes._logfields import fields
+from zk_recipes._threads import SerialExecutor
 from zk_recipes._types import ZnodeStat
 
 log = logging.getLogger("zk_recipes.holding")
@@ -201,7 +203,8 @@ class HeldNodes(Generic[H]):
     """The holds of one recipe object, and the one state listener that follows them.
 
     ``guard`` is the recipe's own lock: holds are added and removed, and the
-    listener registered and unregistered, under it (F5); the list of holds is
+    listener registered and unregistered, under it (else a release racing an
+    acquire could unregister the listener while a hold remains); the list of holds is
     the recipe's one record of what it holds (``held``). ``on_lost(holds)`` is
     called (without the guard) with the holds just found lost, each once;
     they are already marked ``lost`` then.

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from zk_recipes._errors import LockTimeout
 
 if TYPE_CHECKING:
+    from typing_extensions import Self
+
     from zk_recipes._client.client import ZkClient
     from zk_recipes._types import Contender
 
@@ -56,7 +58,7 @@ class LockLike(Protocol):
         """The czxid of the node held: storage can refuse writes with older tokens."""
         ...
 
-    def on_lost(self, callback: Callable[[Any], object]) -> None:
+    def on_lost(self, callback: Callable[[Self], object]) -> None:
         """Call ``callback(recipe)`` (on a thread of the recipe's) when something held is lost."""
         ...
 

@@ -48,7 +48,8 @@ import dataclasses
 import logging
 import threading
 import time
-from typing import Any, final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, final
 
 from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
@@ -75,6 +76,9 @@ from zk_recipes._internals.holding import (
 )
 from zk_recipes._internals.locklike import LockVerbs
 from zk_recipes._types import Contender, Owner
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 log = logging.getLogger("zk_recipes.lock")
 
@@ -323,7 +327,7 @@ class _Mutex(LockVerbs):
         hold = self._hold
         return hold.entry.path if hold is not None else None
 
-    def on_lost(self, callback: Any) -> None:
+    def on_lost(self, callback: Callable[[Self], object]) -> None:
         """Call ``callback(lock)`` when a held lock is lost (in order, on a thread of its own)."""
         self._loss.add(callback)
 

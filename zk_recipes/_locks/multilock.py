@@ -33,14 +33,17 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Iterable
-from typing import Any, final
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, final
 
 from zk_recipes._deadline import acquire_deadline
 from zk_recipes._errors import ConfigurationError, RecipeUsageError, WrongTypeError
 from zk_recipes._internals.holding import LossSignal
 from zk_recipes._internals.locklike import LockVerbs, PathLock
 from zk_recipes._types import Contender
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 log = logging.getLogger("zk_recipes.lock")
 
@@ -249,7 +252,7 @@ class MultiLock(LockVerbs):
         """Every member's queue, members in acquisition order."""
         return [contender for lock in self._locks for contender in lock.contenders()]
 
-    def on_lost(self, callback: Any) -> None:
+    def on_lost(self, callback: Callable[[Self], object]) -> None:
         """Call ``callback(multilock)`` when a member is lost while held (on a thread of ours)."""
         self._loss.add(callback)
 

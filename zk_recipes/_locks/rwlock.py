@@ -35,7 +35,8 @@ asks after a queued writer waits behind it.
 Downgrade only while the write hold is still ours, and atomically with it:
 the read node is created in one multi with a check that the writer's node
 still exists, so it cannot appear at the writer's place after that node
-went (a new writer may already hold the lock then: F6); a write hold
+went (a new writer may already hold the lock then, and a read node at the
+old writer's place would sort ahead of it: two holders); a write hold
 already lost, or a read node that landed on another session, raises
 LockLost instead.
 
@@ -48,7 +49,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from typing import Any, final
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, final
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
@@ -61,6 +63,9 @@ from zk_recipes._internals.holding import LossSignal, is_valid
 from zk_recipes._internals.locklike import LockVerbs
 from zk_recipes._locks.lock import LockStatistics, MutexKind, _Mutex
 from zk_recipes._types import Contender, CreateMode, Owner
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 log = logging.getLogger("zk_recipes.lock")
 
@@ -89,8 +94,13 @@ WRITE_KIND = MutexKind(
 READ_KIND = MutexKind("ReadLock", READ_TOKEN, _SORT_TOKENS, True, _read_rule, False, "ReadLock")
 
 
-def _holds(names: list[str]) -> list[bool]:
-    """Which queued nodes hold the lock (a downgrade's read node ties with its writer)."""
+def holding_of(names: Sequence[str]) -> list[bool]:
+    """Which of the queued nodes ``names`` (in queue order) hold the lock.
+
+    The rule, written once (``holders()`` asks it too): a writer holds while
+    it is first; a reader holds while no writer sorts before it, and a
+    downgrade's read node, at its writer's key, ties with its writer.
+    """
     keys = [sort_key(name, _SORT_TOKENS) for name in names]
     result = []
     for name, key in zip(names, keys, strict=True):
@@ -132,7 +142,7 @@ class WriteLock(_Mutex):
     def contenders(self) -> list[Contender]:
         """Every reader and writer queued on the path, in order; holders are marked."""
         found = super().contenders()
-        flags = _holds([_paths.name_of(c.path) for c in found])
+        flags = holding_of([_paths.name_of(c.path) for c in found])
         return [dataclasses.replace(c, is_holder=h) for c, h in zip(found, flags, strict=True)]
 
 
@@ -283,7 +293,7 @@ class ReadLock(LockVerbs):
         part = self._parts.get(threading.get_ident())
         return part.node if part is not None else None
 
-    def on_lost(self, callback: Any) -> None:
+    def on_lost(self, callback: Callable[[Self], object]) -> None:
         """Call ``callback(read_lock)`` when a held read node is lost (on a thread of ours)."""
         self._loss.add(callback)
 

@@ -1,4 +1,4 @@
-"""Semaphore and SemaphoreMutex: Curator's InterProcessSemaphoreV2 and InterProcessSemaphoreMutex.
+"""Semaphore: Curator's InterProcessSemaphoreV2 (SemaphoreMutex, on top, is semaphore_mutex.py).
 
 Algorithm (Curator's, step for step): take the semaphore's internal mutex,
 bounded by the remaining timeout → create our lease node(s) → loop
@@ -33,14 +33,12 @@ Threads: like ``threading.Semaphore``, any thread may ``release()``; it gives
 back one lease this object holds (preferring the last one the calling
 thread took with ``acquire()``). Several threads of one object queue locally
 on the internal mutex; ``cancel()`` ends every acquire waiting on the
-object. SemaphoreMutex is the 1-lease lock on top: not re-entrant (re-entry
-raises instead of deadlocking), released by any thread.
+object.
 
-Size (~600 lines, over the house's ~450): Semaphore, its Lease and
-SemaphoreMutex are one recipe in Curator too (InterProcessSemaphoreV2, ~420
-lines of Java, with InterProcessSemaphoreMutex on top), and the mutex is a
-dozen lines of delegation; the holding rules and the patient read are shared
-(_internals/).
+Size (~580 lines, over the house's 400): Semaphore and its Lease are one
+recipe, as InterProcessSemaphoreV2 is in Curator (~420 lines of Java): the
+acquire loop, the give-back and the loss accounting share one guard and one
+record of holds, and splitting them would spread that record over modules.
 """
 
 from __future__ import annotations
@@ -49,7 +47,8 @@ import dataclasses
 import logging
 import threading
 import time
-from typing import Any, final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, final
 
 from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
@@ -80,11 +79,16 @@ from zk_recipes._internals.holding import (
 )
 from zk_recipes._internals.locklike import LockVerbs
 from zk_recipes._internals.patience import Expired, patient
-from zk_recipes._locks.lock import INNER_LOCK_KIND, LockStatistics, _Mutex
+from zk_recipes._locks.lock import INNER_LOCK_KIND, _Mutex
 from zk_recipes._types import Contender, Owner, WatchEvent
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 log = logging.getLogger("zk_recipes.semaphore")
 
+#: The ``recipe`` label of a SemaphoreMutex's metrics and logs.
+MUTEX_RECIPE = "SemaphoreMutex"
 LEASE_TOKEN = "lease-"
 LOCKS_DIR = "locks"
 LEASES_DIR = "leases"
@@ -158,6 +162,10 @@ class Lease:
         """True while the lease is still ours but not for sure (SUSPENDED)."""
         return is_in_doubt(self._semaphore.client, self._hold)
 
+    def is_held(self) -> bool:
+        """True while the lease is ours for sure: not in doubt, not lost (one snapshot)."""
+        return is_sure(self._semaphore.client, self._hold)
+
     def close(self) -> None:
         """Give the lease back (guaranteed delete). Closing twice does nothing."""
         self._semaphore._give_back(self)
@@ -210,7 +218,7 @@ class Semaphore(LockVerbs):
         self._mutex = _Mutex(
             client, _paths.join(self.path, LOCKS_DIR), INNER_LOCK_KIND, identifier=identifier
         )
-        #: The ``recipe`` of its metrics and logs (SemaphoreMutex sets its own).
+        #: The ``recipe`` of its metrics and logs (``MUTEX_RECIPE`` under a SemaphoreMutex).
         self._metric = self._kind
         self._leases = ContenderQueue(client, _paths.join(self.path, LEASES_DIR), LEASE_TOKEN)
         self._guard = threading.Lock()
@@ -301,9 +309,14 @@ class Semaphore(LockVerbs):
         with self._guard:
             return self._held()
 
-    def on_lost(self, callback: Any) -> None:
+    def on_lost(self, callback: Callable[[Self], object]) -> None:
         """Call ``callback(semaphore)`` when a held lease is lost (on a thread of ours)."""
         self._loss.add(callback)
+
+    @property
+    def waiting(self) -> int:
+        """Threads inside ``acquire()`` on this object now."""
+        return self._waiting
 
     def participants(self) -> list[str]:
         """Paths of every lease node (holders, and the pending ones of the mutex holder)."""
@@ -577,123 +590,8 @@ def _over(deadline: float | None, cancel: Cancellation) -> bool:
     return cancel.is_set() or expired(deadline)
 
 
-@final
-class SemaphoreMutex(LockVerbs):
-    """A non-re-entrant lock: a Semaphore with one lease (Curator's InterProcessSemaphoreMutex).
-
-    Unlike Lock, which is one contender per object, threads of one process
-    using the same SemaphoreMutex each queue for the lease. Any thread may
-    release it. Curator's InterProcessSemaphoreMutex on the same path
-    excludes it. See docs/recipes/semaphore.md.
-    """
-
-    _kind = "SemaphoreMutex"
-
-    def __init__(self, client: ZkClient, path: str, *, identifier: str | None = None) -> None:
-        self._semaphore = Semaphore(client, path, 1, identifier=identifier)
-        self._semaphore._metric = self._kind
-        self.client: ZkClient = client
-        self.path: str = self._semaphore.path
-        self.lost = self._semaphore.lost
-        self._guard = threading.Lock()
-        self._lease: Lease | None = None
-        self._holder: tuple[int, str] | None = None
-
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        """Take the lock; False only if it was not acquired in time (or at once, non-blocking)."""
-        acquire_deadline(blocking, timeout)
-        holder = self._holder
-        if self._lease is not None and holder is not None and holder[0] == threading.get_ident():
-            raise RecipeUsageError(
-                f"this thread already holds {self!r}: SemaphoreMutex is not re-entrant "
-                "(re-acquiring would deadlock). Release it first, or use RLock."
-            )
-        leases = self._semaphore.acquire_leases(1, blocking=blocking, timeout=timeout)
-        if not leases:
-            return False
-        thread = threading.current_thread()
-        with self._guard:
-            self._lease = leases[0]
-            self._holder = (thread.ident or 0, thread.name)
-        return True
-
-    def release(self) -> None:
-        """Release the lock (any thread may)."""
-        with self._guard:
-            lease = self._lease
-            if lease is None:
-                raise RecipeUsageError(f"release of {self!r}, which is not held")
-            self._lease = None
-            self._holder = None
-        lease.close()
-
-    def cancel(self) -> None:
-        """End every ``acquire()`` waiting on this object now: each returns False."""
-        self._semaphore.cancel()
-
-    def is_held(self) -> bool:
-        """True while this process holds the lock for sure (not in doubt, not lost)."""
-        lease = self._lease
-        return lease is not None and is_sure(self.client, lease._hold)
-
-    def check(self) -> None:
-        """Raise LockLost if the lock was lost with its session."""
-        if self._lease is None:
-            raise RecipeUsageError(f"{self!r} is not held")
-        self._semaphore.check()
-
-    @property
-    def fencing_token(self) -> int:
-        """The czxid of our lease node."""
-        lease = self._lease
-        if lease is None:
-            raise RecipeUsageError(f"{self!r} is not held: there is no fencing token")
-        return lease.fencing_token
-
-    @property
-    def node(self) -> str | None:
-        """Path of our lease node while held."""
-        lease = self._lease
-        return lease.path if lease is not None else None
-
-    def on_lost(self, callback: Any) -> None:
-        """Call ``callback(mutex)`` (on a listener thread) when the held lock is lost."""
-        self._semaphore.on_lost(lambda _semaphore: callback(self))
-
-    def contenders(self) -> list[Contender]:
-        """The holder's lease node, then whoever waits (see Semaphore.contenders)."""
-        return self._semaphore.contenders()
-
-    def statistics(self) -> LockStatistics:
-        lease = self._lease
-        holder = self._holder
-        counts = self._semaphore.statistics()
-        return LockStatistics(
-            path=self.path,
-            held=self.is_held(),
-            in_doubt=bool(lease and lease.in_doubt),
-            lost=bool(lease and lease.lost),
-            node=lease.path if lease else None,
-            fencing_token=lease.fencing_token if lease else None,
-            holder_thread=holder[1] if holder else None,
-            depth=1 if lease else 0,
-            acquisitions=counts.acquisitions,
-            timeouts=counts.timeouts,
-            losses=counts.losses,
-        )
-
-    def __repr__(self) -> str:
-        lease = self._lease
-        holder = self._holder
-        if lease is None:
-            state = "unlocked"
-        elif lease.lost:
-            state = "LOST"
-        elif lease.in_doubt:
-            state = "in doubt"
-        else:
-            state = f"held by {holder[1] if holder else '?'!r} token={lease.fencing_token}"
-        waiting = self._semaphore._waiting
-        if waiting:
-            state += f" waiting={waiting}"
-        return f"<{self._kind} {self.path} {state}>"
+def mutex_semaphore(client: ZkClient, path: str, *, identifier: str | None) -> Semaphore:
+    """The one-lease Semaphore under a SemaphoreMutex, named so in its metrics and logs."""
+    semaphore = Semaphore(client, path, 1, identifier=identifier)
+    semaphore._metric = MUTEX_RECIPE
+    return semaphore

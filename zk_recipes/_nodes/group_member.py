@@ -6,6 +6,18 @@ PersistentNode at ``<group>/<id>`` plus a view of the group — the children of
 watch per member, all re-armed after NONE and on every reconnect. The view
 sits behind the small ``_Membership`` protocol so the ChildrenCache recipe can
 replace it later. Like Curator, ``members()`` always includes this member.
+
+Znodes (Curator's layout): ``<group>/<id>``, EPHEMERAL, data the member's
+payload, under CONTAINER parents (the server reaps an empty group).
+
+SUSPENDED: nothing changes. The view keeps what it last read (it may be
+stale while the connection is down) and our node stays, since the session
+normally lives on; both are checked again on reconnect. LOST: the server
+(or the client, declaring it first) ended our session, so our ephemeral node
+is gone and the others see us leave; the PersistentNode re-creates it under
+the new session (a stale copy of an old session of ours is replaced at
+once), and the view re-lists the whole group and re-arms every watch. A
+member that crashes leaves when the server expires its session.
 """
 
 from __future__ import annotations
@@ -26,12 +38,12 @@ from zk_recipes._client.states import StateChange
 from zk_recipes._errors import ConfigurationError, NoNodeError
 from zk_recipes._internals.args import require_callable, require_client
 from zk_recipes._internals.reconciler import Reconciler
-from zk_recipes._internals.threads import SerialExecutor
 from zk_recipes._nodes.persistent_node import (
     PersistentNode,
     PersistentNodeEvent,
     PersistentNodeState,
 )
+from zk_recipes._threads import SerialExecutor
 from zk_recipes._types import WatchEvent
 
 log = logging.getLogger("zk_recipes.group")

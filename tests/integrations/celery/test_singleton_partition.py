@@ -2,7 +2,7 @@
 
 Both directions of a one-way partition, with the run's client receiving watch
 notifications throughout (nodes it watches are rewritten every 0.2 x the
-session timeout), which used to push its LOST past the server's expiry (F1).
+session timeout), which used to push its LOST past the server's expiry.
 ``on_lost="flag"``: ``check()`` raises by the time a rival holds the key;
 ``on_lost="abort"``: the body was aborted before the rival got in.
 """
