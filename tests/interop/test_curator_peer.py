@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+
+from zk_recipes.testing import wait_until
 
 from .curator import CuratorPeer, CuratorPeerError, CuratorPeerTimeout, PeerFactory
 
@@ -34,14 +36,6 @@ def sequence(name: str) -> int:
 
 def basename(path: str) -> str:
     return path.rsplit("/", 1)[1]
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"not within {timeout}s: {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -127,7 +121,7 @@ def test_close_ends_the_session_at_once_and_reaps_the_jvm(
     peer.close()
     assert peer.returncode == 0
     # well inside the 20 s session timeout: quit closed the session
-    wait_until(lambda: kz.exists(node) is None, 5.0, "the closed peer's lock node is deleted")
+    wait_until(lambda: kz.exists(node) is None, "the closed peer's lock node is deleted", 5.0)
     with pytest.raises(CuratorPeerError, match="closed"):
         peer.call("ping")
 
@@ -168,7 +162,7 @@ def test_mutex_node_is_a_protected_ephemeral_sequential_under_container_parents(
     peer.call("release m")
     assert kz.exists(node) is None
     assert peer.call("isacquired m") == "false"
-    wait_until(lambda: kz.exists(f"{zk_namespace}/a") is None, 10.0, "container parents reaped")
+    wait_until(lambda: kz.exists(f"{zk_namespace}/a") is None, "container parents reaped", 10.0)
 
 
 def test_mutex_excludes_across_peers_and_hands_over_in_fifo_order(
@@ -185,9 +179,9 @@ def test_mutex_excludes_across_peers_and_hands_over_in_fifo_order(
     assert b.call("acquire second 300") == "timeout"  # a timed waiter gives up ...
     assert children(kz, path) == [basename(first)]  # ... and deletes its node
     assert b.call("acquire second") == "pending"
-    wait_until(lambda: len(kz.get_children(path)) == 2, 10.0, "second contender queued")
+    wait_until(lambda: len(kz.get_children(path)) == 2, "second contender queued", 10.0)
     assert a.call("acquire third") == "pending"
-    wait_until(lambda: len(kz.get_children(path)) == 3, 10.0, "third contender queued")
+    wait_until(lambda: len(kz.get_children(path)) == 3, "third contender queued", 10.0)
 
     queue = a.call("participants first").split()
     assert queue[0] == first
@@ -207,7 +201,7 @@ def test_mutex_excludes_across_peers_and_hands_over_in_fifo_order(
     b.call("release second")
     assert a.wait_event("third acquired .*") == f"third acquired {queue[2]}"
     a.call("release third")
-    wait_until(lambda: empty_or_gone(kz, path), 10.0, "all released")
+    wait_until(lambda: empty_or_gone(kz, path), "all released", 10.0)
 
 
 def test_cancel_interrupts_a_pending_acquire(
@@ -219,10 +213,10 @@ def test_cancel_interrupts_a_pending_acquire(
     peer.call(f"mutex waiter {path}")
     holder = peer.call("acquire holder 5000", timeout=15).removeprefix("acquired ")
     assert peer.call("acquire waiter") == "pending"
-    wait_until(lambda: len(kz.get_children(path)) == 2, 10.0, "waiter queued")
+    wait_until(lambda: len(kz.get_children(path)) == 2, "waiter queued", 10.0)
     assert peer.call("cancel waiter") == "cancelled"
     assert peer.wait_event("waiter (.*)") == "waiter cancelled"
-    wait_until(lambda: children(kz, path) == [basename(holder)], 10.0, "waiter node deleted")
+    wait_until(lambda: children(kz, path) == [basename(holder)], "waiter node deleted", 10.0)
     # the handle's thread survived the interrupt and serves the next acquire
     peer.call("release holder")
     assert peer.call("acquire waiter 5000", timeout=15).startswith("acquired ")
@@ -241,7 +235,7 @@ def test_rwlock_nodes_and_downgrade(
     write = a.call("acquire rw.write 5000", timeout=15).removeprefix("acquired ")
     assert protected("__WRIT__").fullmatch(basename(write))
     assert b.call("acquire other.read") == "pending"
-    wait_until(lambda: len(kz.get_children(path)) == 2, 10.0, "reader queued")
+    wait_until(lambda: len(kz.get_children(path)) == 2, "reader queued", 10.0)
     read = next(n for n in children(kz, path) if "__READ__" in n)
     assert protected("__READ__").fullmatch(read)
     assert sequence(read) > sequence(basename(write))
@@ -258,7 +252,7 @@ def test_rwlock_nodes_and_downgrade(
     assert b.wait_event("other.read acquired .*") == f"other.read acquired {path}/{read}"
     a.call("release rw.read")
     b.call("release other.read")
-    wait_until(lambda: empty_or_gone(kz, path), 10.0, "released")
+    wait_until(lambda: empty_or_gone(kz, path), "released", 10.0)
 
 
 def test_semaphore_v2_layout(
@@ -328,7 +322,7 @@ def test_leader_latch_nodes_ids_and_events(
     a.call(f"latch one {path} idA")
     a.wait_event("one isLeader")
     b.call(f"latch two {path} idB")
-    wait_until(lambda: len(kz.get_children(path)) == 2, 10.0, "second latch node")
+    wait_until(lambda: len(kz.get_children(path)) == 2, "second latch node", 10.0)
 
     nodes = sorted(kz.get_children(path), key=sequence)
     assert all(protected("latch-").fullmatch(n) for n in nodes), nodes
@@ -346,7 +340,7 @@ def test_leader_latch_nodes_ids_and_events(
     assert a.poll_event("one notLeader") is None  # SILENT close
     b.call("close two NOTIFY_LEADER")
     b.wait_event("two notLeader")
-    wait_until(lambda: empty_or_gone(kz, path), 10.0, "latch gone")
+    wait_until(lambda: empty_or_gone(kz, path), "latch gone", 10.0)
 
 
 def test_leader_selector_leads_yields_and_requeues(
@@ -358,7 +352,7 @@ def test_leader_selector_leads_yields_and_requeues(
     a.call(f"selector one {path} selA")
     a.wait_event("one leading")
     b.call(f"selector two {path} selB")
-    wait_until(lambda: len(kz.get_children(path)) == 2, 10.0, "second selector queued")
+    wait_until(lambda: len(kz.get_children(path)) == 2, "second selector queued", 10.0)
 
     nodes = sorted(kz.get_children(path), key=sequence)
     assert all(protected("lock-").fullmatch(n) for n in nodes), nodes  # it is a mutex
@@ -372,7 +366,7 @@ def test_leader_selector_leads_yields_and_requeues(
     b.wait_event("two leading")
     assert b.call("hasleadership two") == "true"
     # autoRequeue: the yielder queued again behind the new leader
-    wait_until(lambda: len(kz.get_children(path)) == 2, 10.0, "yielder requeued")
+    wait_until(lambda: len(kz.get_children(path)) == 2, "yielder requeued", 10.0)
     assert b.call("participants two") == "selB:true selA:false"
     b.call("close two")
     b.wait_event("two interrupted")
@@ -435,7 +429,7 @@ def test_killed_holder_keeps_its_node_until_its_session_expires(
     waiter.call(f"mutex w {path}")
     node = holder.call("acquire m 5000", timeout=15).removeprefix("acquired ")
     assert waiter.call("acquire w") == "pending"
-    wait_until(lambda: len(kz.get_children(path)) == 2, 10.0, "waiter queued")
+    wait_until(lambda: len(kz.get_children(path)) == 2, "waiter queued", 10.0)
 
     holder.kill()
     killed_at = time.monotonic()

@@ -7,24 +7,12 @@ import os
 import subprocess
 import sys
 import threading
-import time
 
-from zk_recipes import LeaderLatch, Lock, NoNodeError, Owner, ZkClient, holders
+from zk_recipes import LeaderLatch, Lock, Owner, holders
+from zk_recipes.testing import wait_for_children
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 from .curator import PeerFactory
-
-
-def _wait_in_line(client: ZkClient, path: str, count: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if len(client.get_children(path)) == count:
-                return
-        except NoNodeError:
-            pass
-        assert time.monotonic() < deadline, f"{path} never had {count} contenders"
-        time.sleep(0.02)
 
 
 def test_a_java_mutex_holder_and_our_waiter(
@@ -45,7 +33,7 @@ def test_a_java_mutex_holder_and_our_waiter(
     thread = threading.Thread(target=lambda: result.append(ours.acquire(timeout=30)))
     thread.start()
     try:
-        _wait_in_line(reader, "/shared", 2)
+        wait_for_children(reader, "/shared", 2)
 
         [report] = holders(reader)
 
@@ -100,7 +88,7 @@ def test_a_java_latch_leader_with_an_empty_id(
     peer.wait_event("j isLeader", timeout=10)
     standby = LeaderLatch(zk_client_factory(), "/election", "py-standby").start()
     try:
-        _wait_in_line(reader, "/election", 2)
+        wait_for_children(reader, "/election", 2)
         [report] = holders(reader, "/election")
         assert report.kind == "leader latch"
         [leader] = report.holders

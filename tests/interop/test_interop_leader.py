@@ -3,26 +3,12 @@
 from __future__ import annotations
 
 import threading
-import time
 
-from zk_recipes import LeaderLatch, LeaderSelector, LeadershipContext, NoNodeError, ZkClient
+from zk_recipes import LeaderLatch, LeaderSelector, LeadershipContext
+from zk_recipes.testing import wait_for_children
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 from .curator import CuratorPeer, PeerFactory
-
-
-def _in_line(client: ZkClient, path: str) -> int:
-    try:
-        return len(client.get_children(path))
-    except NoNodeError:
-        return 0
-
-
-def _wait_in_line(client: ZkClient, path: str, count: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while _in_line(client, path) != count:
-        assert time.monotonic() < deadline, f"{path} never had {count} candidates"
-        time.sleep(0.02)
 
 
 def _java_participants(peer: CuratorPeer, handle: str) -> list[tuple[str, bool]]:
@@ -49,9 +35,9 @@ def test_java_and_python_latches_elect_one_leader_and_fail_over_both_ways(
     peer.call(f"latch j1 {zk_namespace}{path} java-1")
     peer.wait_event("j1 isLeader", timeout=10)
     py1 = LeaderLatch(zk_client_factory(), path, "py-1").start()
-    _wait_in_line(observer, path, 2)
+    wait_for_children(observer, path, 2)
     peer.call(f"latch j2 {zk_namespace}{path} java-2")
-    _wait_in_line(observer, path, 3)
+    wait_for_children(observer, path, 3)
 
     # Exactly one leader, and both sides agree on the order and the ids.
     expected = [("java-1", True), ("py-1", False), ("java-2", False)]
@@ -69,7 +55,7 @@ def test_java_and_python_latches_elect_one_leader_and_fail_over_both_ways(
 
     # Python leader closes: the Java latch behind it leads.
     py2 = LeaderLatch(zk_client_factory(), path, "py-2").start()
-    _wait_in_line(observer, path, 3)
+    wait_for_children(observer, path, 3)
     py1.close()
     peer.wait_event("j2 isLeader", timeout=10)
     assert not py2.has_leadership()
@@ -110,7 +96,7 @@ def test_java_and_python_selectors_alternate_and_never_lead_together(
     ours = LeaderSelector(
         zk_client_factory(), path, take_leadership, identifier="py-sel", auto_requeue=True
     ).start()
-    _wait_in_line(observer, path, 2)
+    wait_for_children(observer, path, 2)
     assert [(p.id, p.is_leader) for p in ours.participants()] == [
         ("java-sel", True),
         ("py-sel", False),
@@ -126,7 +112,7 @@ def test_java_and_python_selectors_alternate_and_never_lead_together(
         # Ours leads; Java (auto-requeued) waits behind it.
         assert leading.wait(10), f"round {round_}: our selector never led"
         assert ours.has_leadership()
-        _wait_in_line(observer, path, 2)
+        wait_for_children(observer, path, 2)
         assert not _java_leads(peer, "js")
         give_up.set()
         peer.wait_event("js leading", timeout=10)

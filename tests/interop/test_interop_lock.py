@@ -6,6 +6,7 @@ import threading
 import time
 
 from zk_recipes import Lock, RLock, ZkClient
+from zk_recipes.testing import wait_for_children
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 from .curator import PeerFactory
@@ -13,13 +14,6 @@ from .curator import PeerFactory
 
 def _queue_length(client: ZkClient, path: str) -> int:
     return len(client.get_children(path)) if client.exists(path) else 0
-
-
-def _wait_queue(client: ZkClient, path: str, length: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while _queue_length(client, path) < length:
-        assert time.monotonic() < deadline, f"queue on {path} never reached {length}"
-        time.sleep(0.02)
 
 
 def test_curator_holder_excludes_our_lock_and_hands_over(
@@ -40,7 +34,7 @@ def test_curator_holder_excludes_our_lock_and_hands_over(
     result: list[bool] = []
     waiter = threading.Thread(target=lambda: result.append(lock.acquire(timeout=15)))
     waiter.start()
-    _wait_queue(client, "/shared", 2)
+    wait_for_children(client, "/shared", lambda c: len(c) >= 2)
     assert not result
     peer.call("release m")
     waiter.join(15)
@@ -91,7 +85,7 @@ def test_fifo_across_languages(
     peer.call(f"mutex j1 {zk_namespace}{path}")
     peer.call(f"mutex j2 {zk_namespace}{path}")
     assert peer.call("acquire j1") == "pending"
-    _wait_queue(observer, path, 2)
+    wait_for_children(observer, path, lambda c: len(c) >= 2)
 
     ours = Lock(zk_client_factory(), path)
 
@@ -104,9 +98,9 @@ def test_fifo_across_languages(
 
     thread = threading.Thread(target=python_waiter)
     thread.start()
-    _wait_queue(observer, path, 3)
+    wait_for_children(observer, path, lambda c: len(c) >= 3)
     assert peer.call("acquire j2") == "pending"
-    _wait_queue(observer, path, 4)
+    wait_for_children(observer, path, lambda c: len(c) >= 4)
 
     holder.release()
     peer.wait_event("j1 acquired .*", timeout=10)

@@ -32,7 +32,7 @@ from zk_recipes.testing._install import (
 )
 from zk_recipes.testing._process import DEFAULT_JVM_OPTIONS, four_letter_word, free_ports
 from zk_recipes.testing._proxy import TcpProxy, proxied_connect_string
-from zk_recipes.testing._recorder import StateRecorder, wait_until
+from zk_recipes.testing._recorder import Recorder, StateRecorder, wait_for_children, wait_until
 from zk_recipes.testing._server import ZooKeeperServer
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "HarnessError",
     "Installation",
     "JavaNotFoundError",
+    "Recorder",
     "StateRecorder",
     "TcpProxy",
     "ZooKeeperCluster",
@@ -54,5 +55,6 @@ __all__ = [
     "four_letter_word",
     "free_ports",
     "proxied_connect_string",
+    "wait_for_children",
     "wait_until",
 ]

@@ -33,6 +33,8 @@ import functools
 import os
 import re
 import shutil
+import subprocess
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +87,33 @@ class Installation:
     @property
     def classpath_string(self) -> str:
         return os.pathsep.join(str(p) for p in self.classpath)
+
+    @functools.cached_property
+    def zookeeper_version(self) -> str:
+        """The server jar's version (``3.8.0``), from its Maven properties; ``?`` if unknown."""
+        try:
+            with zipfile.ZipFile(self.zookeeper_jar) as jar:
+                for name in jar.namelist():
+                    if name.endswith("/zookeeper/pom.properties"):
+                        for line in jar.read(name).decode("utf-8", "replace").splitlines():
+                            if line.startswith("version="):
+                                return line.partition("=")[2].strip()
+        except (OSError, zipfile.BadZipFile):
+            pass
+        match = re.search(r"(\d+\.\d+\.\d+)", self.zookeeper_jar.resolve().name)
+        return match.group(1) if match else "?"
+
+    @functools.cached_property
+    def java_version(self) -> str:
+        """What ``java -version`` says (``17.0.15``); ``?`` if it does not answer."""
+        try:
+            answer = subprocess.run(
+                [str(self.java), "-version"], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.SubprocessError):
+            return "?"
+        match = re.search(r'version "([^"]+)"', answer.stderr + answer.stdout)
+        return match.group(1) if match else "?"
 
 
 def find_installation(

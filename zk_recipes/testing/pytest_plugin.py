@@ -41,6 +41,7 @@ import pytest
 
 from zk_recipes import ZkClient
 from zk_recipes.testing._cluster import ZooKeeperCluster
+from zk_recipes.testing._install import HarnessError, find_installation
 from zk_recipes.testing._proxy import TcpProxy
 from zk_recipes.testing._server import ZooKeeperServer
 
@@ -111,6 +112,23 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     )
     log.error("the shared ZooKeeper server died (%s); restarting it", how)
     server.start()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """What the servers are, in the first lines of every run (a failing CI log starts here)."""
+    timeout = config.getoption("--zk-session-timeout")
+    hosts = _external_hosts(config)
+    if hosts:
+        return [f"zk_recipes: an existing ensemble at {hosts} (--zk-hosts); sessions {timeout:g}s"]
+    try:
+        found = find_installation()
+    except HarnessError as exc:
+        return [f"zk_recipes: no ZooKeeper to start: {str(exc).splitlines()[0]}"]
+    return [
+        f"zk_recipes: throwaway servers of ZooKeeper {found.zookeeper_version} "
+        f"({found.source}: {found.zookeeper_jar}) on Java {found.java_version} "
+        f"({found.java}); sessions {timeout:g}s"
+    ]
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

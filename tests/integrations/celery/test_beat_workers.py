@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from zk_recipes import ZkClient
-from zk_recipes.testing import wait_until
+from zk_recipes.testing import wait_for_children, wait_until
 from zk_recipes_celery.testing import CeleryProcess, CeleryProject, Record
 
 from ._common import SESSION_TIMEOUT
@@ -85,21 +85,11 @@ def _leader_pid(client: ZkClient) -> int:
     return int(data.decode().rsplit(":", 1)[1])
 
 
-def _wait_in_election(zk_client: ZkClient, count: int) -> None:
-    wait_until(
-        lambda: (
-            zk_client.exists(ELECTION) is not None
-            and len(zk_client.get_children(ELECTION)) == count
-        ),
-        f"{count} beats in the election",
-    )
-
-
 def _two_beats(
     project: CeleryProject, module: str, zk_client: ZkClient, **kw: str | None
 ) -> list[CeleryProcess]:
     beats = [project.start_beat(module, name=f"b{n}", **kw) for n in range(2)]  # type: ignore[arg-type]
-    _wait_in_election(zk_client, 2)
+    wait_for_children(zk_client, ELECTION, 2)
     return beats
 
 
@@ -209,7 +199,7 @@ def test_embedded_beats_gate_and_hand_over_at_once_on_worker_stop(
         )
         for n in range(2)
     ]
-    _wait_in_election(zk_client, 2)
+    wait_for_children(zk_client, ELECTION, 2)
     start = time.time()
     project.wait_records(lambda rs: bool(_times(rs, "gated", start + WINDOW)), timeout=WINDOW + 10)
 

@@ -26,6 +26,7 @@ from zk_recipes import (
     ZkClient,
 )
 from zk_recipes.testing import (
+    Recorder,
     StateRecorder,
     TcpProxy,
     ZooKeeperServer,
@@ -38,45 +39,34 @@ from zk_recipes.testing.pytest_plugin import ClientFactory
 NODE_NAME = re.compile(r"_c_[0-9a-f-]{36}-latch-\d{10}")
 
 
-class Recorder:
+class LatchEvents:
     """A latch listener that tests can wait on; notes the fencing token at each is_leader."""
 
     def __init__(self, latch: LeaderLatch | None = None) -> None:
         self.latch = latch
-        self._cond = threading.Condition()
         #: (kind, time.monotonic(), token) with kind "leader" or "not_leader".
-        self.events: list[tuple[str, float, int | None]] = []
+        self._events: Recorder[tuple[str, float, int | None]] = Recorder()
+
+    @property
+    def events(self) -> list[tuple[str, float, int | None]]:
+        return self._events.snapshot()
 
     def is_leader(self) -> None:
         token = self.latch.fencing_token if self.latch is not None else None
-        self._add("leader", token)
+        self._events(("leader", time.monotonic(), token))
 
     def not_leader(self) -> None:
-        self._add("not_leader", None)
-
-    def _add(self, kind: str, token: int | None) -> None:
-        with self._cond:
-            self.events.append((kind, time.monotonic(), token))
-            self._cond.notify_all()
+        self._events(("not_leader", time.monotonic(), None))
 
     def kinds(self) -> list[str]:
-        with self._cond:
-            return [kind for kind, _, _ in self.events]
+        return [kind for kind, _, _ in self.events]
 
     def wait_for(
         self, kind: str, count: int = 1, timeout: float = 10.0
     ) -> tuple[float, int | None]:
         """(time, token) of the ``count``-th event of ``kind``; AssertionError on timeout."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                found = [(at, token) for k, at, token in self.events if k == kind]
-                if len(found) >= count:
-                    return found[count - 1]
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AssertionError(f"no {kind} #{count} within {timeout} s: {self.kinds()}")
-                self._cond.wait(remaining)
+        _, at, token = self._events.wait_for(lambda e: e[0] == kind, timeout, count=count)
+        return at, token
 
 
 def _latch(
@@ -93,9 +83,9 @@ def _started(
     path: str,
     identifier: str = "",
     error_policy: ErrorPolicy = ErrorPolicy.STANDARD,
-) -> tuple[LeaderLatch, Recorder]:
+) -> tuple[LeaderLatch, LatchEvents]:
     latch = _latch(client, path, identifier, error_policy)
-    recorder = Recorder(latch)
+    recorder = LatchEvents(latch)
     latch.add_listener(recorder)
     latch.start()
     return latch, recorder

@@ -4,7 +4,7 @@ On a real non-blocking socket pair, as kazoo's connection has one: the bytes
 come whole however they are split, a wait happens only when nothing is there
 and ends in the timeout error, and a peer that closes gives the broken error.
 The end-to-end behaviour (a server silent mid-packet -> SUSPENDED -> LOST on
-time) is in tests/test_request_path_faults.py.
+time) is in tests/client/test_request_path_faults.py.
 """
 
 from __future__ import annotations

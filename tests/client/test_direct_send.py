@@ -6,8 +6,8 @@ queue; no socket, no direct send; a failed write breaks the connection and
 fails the request as a drop does, and the session goes on. And where it is
 not used: TLS, auth schemes. The end-to-end net (drops, stalls, expiry and
 close while many threads send; replies never matched to the wrong request)
-is tests/test_request_path_faults.py, which runs on this path; TLS and SASL
-clients are checked to keep kazoo's queue in tests/test_security.py.
+is tests/client/test_request_path_faults.py, which runs on this path; TLS and SASL
+clients are checked to keep kazoo's queue in tests/client/test_security.py.
 """
 
 from __future__ import annotations

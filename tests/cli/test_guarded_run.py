@@ -1,7 +1,7 @@
 """The lock-guarded run and the cold standby, in process: real ZooKeeper, real child processes.
 
 ``run_locked`` / ``run_as_leader`` run here on a test thread (so no signal
-relay: that is covered through the command line in tests/test_cli.py), with
+relay: that is covered through the command line in tests/cli/test_cli.py), with
 children that report what happened to them through files.
 """
 

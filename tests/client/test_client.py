@@ -28,17 +28,13 @@ from zk_recipes import (
     ZkClient,
 )
 from zk_recipes._paths import is_protected_name, strip_protection
-from zk_recipes.testing import StateRecorder, ZooKeeperServer, expire_session_locally
+from zk_recipes.testing import (
+    StateRecorder,
+    ZooKeeperServer,
+    expire_session_locally,
+    wait_until,
+)
 from zk_recipes.testing.pytest_plugin import ClientFactory
-
-
-def _wait(condition: object, timeout: float = 10.0, interval: float = 0.02) -> None:
-    assert callable(condition)
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        time.sleep(interval)
 
 
 def test_start_close_idempotent_and_context_manager(zk_hosts: str) -> None:
@@ -154,7 +150,7 @@ def test_container_parents_are_reaped_once_empty(zk_client: ZkClient) -> None:
     assert zk_client.exists("/c1/c2") is not None
     zk_client.delete(created.path)
     # The harness checks containers every 100 ms.
-    _wait(lambda: zk_client.exists("/c1") is None, timeout=10)
+    wait_until(lambda: zk_client.exists("/c1") is None, "container reaped")
 
 
 def test_ttl_nodes_expire(zk_client: ZkClient) -> None:
@@ -162,7 +158,10 @@ def test_ttl_nodes_expire(zk_client: ZkClient) -> None:
     seq = zk_client.create("/ttl-seq-", mode=CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL, ttl=0.3)
     assert seq.path.startswith("/ttl-seq-")
     assert zk_client.exists("/ttl") is not None
-    _wait(lambda: zk_client.exists("/ttl") is None and zk_client.exists(seq.path) is None, 10)
+    wait_until(
+        lambda: zk_client.exists("/ttl") is None and zk_client.exists(seq.path) is None,
+        "TTL nodes reaped",
+    )
     with pytest.raises(ValueError, match="ttl"):
         zk_client.create("/ttl2", mode=CreateMode.PERSISTENT_WITH_TTL)
     with pytest.raises(ValueError, match="ttl"):
@@ -376,7 +375,7 @@ def test_a_slow_listener_delays_neither_other_listeners_nor_watches(
         lost = fast.wait_for(ConnectionState.LOST, timeout=5)
         reconnected = fast.wait_for(ConnectionState.RECONNECTED, timeout=5)
         assert reconnected.at >= lost.at
-        _wait(lambda: slow_calls, timeout=5)
+        wait_until(lambda: slow_calls, "the slow listener called", 5)
         assert slow_calls == [ConnectionState.SUSPENDED]  # still stuck in its first call
         # A data watch fires while the slow listener is still blocked.
         fired = threading.Event()
@@ -387,7 +386,7 @@ def test_a_slow_listener_delays_neither_other_listeners_nor_watches(
     finally:
         release.set()
     expected = [ConnectionState.SUSPENDED, ConnectionState.LOST, ConnectionState.RECONNECTED]
-    _wait(lambda: slow_calls == expected, 5)
+    wait_until(lambda: slow_calls == expected, "every change delivered", 5)
 
 
 def test_listener_order_is_preserved(zk_client: ZkClient) -> None:

@@ -10,8 +10,6 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable
-from typing import Generic, TypeVar
 
 import pytest
 
@@ -28,6 +26,7 @@ from zk_recipes import (
     ZkClient,
 )
 from zk_recipes.testing import (
+    Recorder,
     StateRecorder,
     TcpProxy,
     ZooKeeperServer,
@@ -37,39 +36,8 @@ from zk_recipes.testing import (
 )
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
-T = TypeVar("T")
-
 CREATED = PersistentNodeState.CREATED
 CONFLICT = PersistentNodeState.CONFLICT
-
-
-class Recorder(Generic[T]):
-    """A listener that keeps what it is given; ``wait_for`` blocks until a match arrives."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self.items: list[T] = []
-
-    def __call__(self, item: T) -> None:
-        with self._cond:
-            self.items.append(item)
-            self._cond.notify_all()
-
-    def mark(self) -> int:
-        with self._cond:
-            return len(self.items)
-
-    def wait_for(self, predicate: Callable[[T], bool], timeout: float = 10.0, after: int = 0) -> T:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for item in self.items[after:]:
-                    if predicate(item):
-                        return item
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AssertionError(f"nothing matched within {timeout} s; saw {self.items}")
-                self._cond.wait(remaining)
 
 
 def started_node(

@@ -1,0 +1,1 @@
+"""Tests of the barriers family (``zk_recipes/_barriers/``)."""

@@ -1,0 +1,1 @@
+"""Tests of the counters family (``zk_recipes/_counters/``): SharedCount, AtomicLong."""

@@ -1,0 +1,1 @@
+"""Tests of leader election (``zk_recipes/_leader/``): LeaderLatch, LeaderSelector."""

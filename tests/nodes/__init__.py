@@ -1,0 +1,1 @@
+"""Tests of the nodes family (``zk_recipes/_nodes/``): PersistentNode, GroupMember."""
