@@ -5,23 +5,28 @@ private. ``zk_recipes.testing`` (real-server harness, pytest plugin) is a
 separate, opt-in subpackage.
 
 Layering (each layer imports only those below it; tests/test_boundaries.py
-keeps it so):
+keeps it so, tier by tier, and fails on any import cycle):
 
-- leaves: ``_errors`` (the error tree), ``_types`` (value types, no kazoo),
-  ``_paths``, ``_deadline``, ``_retry``, ``_settings``, and on them
-  ``_setting_values`` and ``_config`` (the settings table and its reader);
+- leaves, in this order: ``_errors`` (the error tree), ``_logfields``,
+  ``_threads`` (our serial executor and named threads), ``_deadline``,
+  ``_paths``, ``_types`` (value types, no kazoo), ``_retry``, ``_settings``,
+  ``_setting_values`` and ``_config`` (the settings table and its reader),
+  ``_metrics`` (the recording interface) and ``_prometheus`` (its sink);
 - ``_client/``: the session layer (Curator's curator-framework): the kazoo
   adapter (the only module that imports kazoo), the session tracker and its
   loss epoch, states and listeners, ``ZkClient`` and its create/delete
   collaborators, ``ProcessClient``;
 - ``_internals/``: machinery shared by the recipe families (Curator's
   LockInternals and friends): the contender queue, the held-node validity
-  model, the lock-like contract, the reconciler, lifecycles, threads;
+  model, the lock-like contract, the reconciler, lifecycles;
 - the families, named after Curator's packages: ``_locks``, ``_leader``
   (may use ``_locks``), ``_barriers``, ``_counters`` (may use ``_locks``),
   ``_nodes``, and ``_inspect`` (reads what ``_locks`` and ``_leader`` write:
   ``holders()``);
-- this facade.
+- ``metrics``, then this facade, the composition root (it installs the
+  default metrics sink);
+- the faces: ``frameworks`` (the kit every framework face shares), ``testing``
+  and ``cli``; then the integrations.
 
 Public classes report ``zk_recipes.<Name>`` in reprs and tracebacks (their
 ``__module__`` is rewritten below, as trio does), so the private layout can

@@ -20,6 +20,10 @@ the environment, which must be converted (numbers, booleans, JSON). It returns
 the checked value or raises ``ConfigurationError`` with a message meant to
 follow the setting's name ("must be a number of seconds, got 'ten'"); the
 reader adds the name, in the spelling the value came from.
+
+Size: over the house limit (tests/test_module_sizes.py): one small parser per
+kind of value, each with its fix-it message; they share the conversions from
+environment text and nothing else, so the file is a list, read one entry at a time.
 """
 
 from __future__ import annotations

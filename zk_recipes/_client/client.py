@@ -27,7 +27,7 @@ Design notes.
   never touching the parent's session nor any lock copied from the parent.
   Create clients after forking (the framework integrations do).
 
-Size (~700 lines, over the house's ~450): ZkClient is the one object users
+Size: over the house limit (tests/test_module_sizes.py): ZkClient is the one object users
 hold, and its node operations (create, get, set, delete, their async forms)
 are thin — validate, make the path absolute, hand over to the adapter — so
 the class is kept in one file to read in one place; everything with logic

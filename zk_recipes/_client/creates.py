@@ -27,6 +27,11 @@ arguments and hands over absolute paths; everything here can assume them valid.
   delete it, blocking everyone (and us) until the process exits.
 - **replace_stale**: a fixed-name EPHEMERAL node held by one of this client's
   earlier sessions (not yet expired on the server) is deleted and ours made.
+
+Size: over the house limit (tests/test_module_sizes.py): the create protocol
+is one idea (protected names, the search after a lost reply, the pipelined
+list, stale-ephemeral replacement share one retry loop and one ``_Host``), and
+its steps are short; splitting it would spread one protocol over files.
 """
 
 from __future__ import annotations

@@ -28,7 +28,14 @@ if TYPE_CHECKING:
     from zk_recipes._types import Contender
 
 
-_L = TypeVar("_L", bound="LockVerbs")
+class _AcquireRelease(Protocol):
+    """What ``LockVerbs`` needs of the class it is mixed into (trio's _HasAcquireRelease)."""
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool: ...
+    def release(self) -> None: ...
+
+
+_L = TypeVar("_L", bound=_AcquireRelease)
 
 
 class LockLike(Protocol):
@@ -85,32 +92,31 @@ class PathLock(LockLike, Protocol):
 
 
 class LockVerbs:
-    """Mixin: the context forms of a recipe that defines ``acquire`` and ``release``."""
+    """Mixin: the context forms of a recipe that defines ``acquire`` and ``release``.
 
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        raise NotImplementedError
-
-    def release(self) -> None:
-        raise NotImplementedError
+    ``self`` is typed against ``_AcquireRelease``, so a class that mixes it in
+    without defining both is a type error, not a runtime ``NotImplementedError``.
+    """
 
     def __enter__(self: _L) -> _L:
         self.acquire()
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self: _AcquireRelease, *exc_info: object) -> None:
         self.release()
 
     @contextlib.contextmanager
     def acquired(self: _L, timeout: float) -> Iterator[_L]:
         """``with lock.acquired(timeout=5):`` — raises LockTimeout if not acquired in time."""
         if not self.acquire(timeout=timeout):
-            raise LockTimeout(f"{self._label()} not acquired within {timeout:g} s")
+            raise LockTimeout(f"{_label(self)} not acquired within {timeout:g} s")
         try:
             yield self
         finally:
             self.release()
 
-    def _label(self) -> str:
-        kind = getattr(self, "_kind", type(self).__name__)
-        path = getattr(self, "path", None)
-        return f"{kind} {path}" if isinstance(path, str) else repr(self)
+
+def _label(recipe: object) -> str:
+    kind = getattr(recipe, "_kind", type(recipe).__name__)
+    path = getattr(recipe, "path", None)
+    return f"{kind} {path}" if isinstance(path, str) else repr(recipe)

@@ -36,6 +36,10 @@ that did not stop in time.
 Curator: ``org.apache.curator.framework.recipes.leader.LeaderSelector``
 (5.4, whose requeue after interrupts or expiry can stop for good:
 CURATOR-518, CURATOR-671; here a failed attempt is retried once connected).
+
+Size: over the house limit (tests/test_module_sizes.py): one recipe and its
+requeue loop (Curator's LeaderSelector.java is of the same size); what it
+shares with the latch is participants.py's, the hold rules _internals'.
 """
 
 from __future__ import annotations

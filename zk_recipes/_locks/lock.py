@@ -40,6 +40,11 @@ another recipe records nothing. The success path logs nothing.
 Threads: one Lock object is one contender per process. Other threads that
 call ``acquire()`` on the same object wait locally (no extra nodes, no herd).
 ``cancel()`` ends every acquire waiting on the object, from any thread.
+
+Size: over the house limit (tests/test_module_sizes.py): one algorithm
+(Curator's InterProcessMutex and LockInternals) with its statistics and the
+documented public classes; a third of it is the docs users read on the
+classes, and the contender queue and hold rules are _internals'.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ thread took with ``acquire()``). Several threads of one object queue locally
 on the internal mutex; ``cancel()`` ends every acquire waiting on the
 object.
 
-Size (~580 lines, over the house's 400): Semaphore and its Lease are one
+Size: over the house limit (tests/test_module_sizes.py): Semaphore and its Lease are one
 recipe, as InterProcessSemaphoreV2 is in Curator (~420 lines of Java): the
 acquire loop, the give-back and the loss accounting share one guard and one
 record of holds, and splitting them would spread that record over modules.

@@ -41,6 +41,10 @@ parents. SUSPENDED: nothing is done; the session normally lives on, and with
 it the node. LOST: an ephemeral node is gone with the session; it is created
 again as soon as a new session is up.
 
+
+Size: over the house limit (tests/test_module_sizes.py): one class and its
+reconcile state machine (Curator's PersistentNode.java is of the same size);
+the retry-until-right loop is the shared Reconciler's.
 """
 
 from __future__ import annotations

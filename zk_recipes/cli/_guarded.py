@@ -25,6 +25,11 @@
 The owner data of the node names the command line (as the identifier),
 the host, the pid of this process and the start time; ``zk-recipes holders``
 shows them.
+
+Size: over the house limit (tests/test_module_sizes.py): ``run_locked`` and
+``run_as_leader`` are two doors to one run (wait on a thread, run the child,
+watch child and hold, release), and the run's steps share its signal relay
+and wake event; the child process and the in-process call are modules of their own.
 """
 
 from __future__ import annotations

@@ -42,6 +42,10 @@ Modes:
 were opened during a lossy mode (blackhole, drop_replies, drop_requests) are
 reset then (their byte streams are broken), so clients reconnect cleanly;
 connections that carried nothing keep working.
+
+Size: over the house limit (tests/test_module_sizes.py): the four fault modes
+(cut, black hole, dropped replies or requests, a stall) act inside one relay
+loop per connection and share its bookkeeping of what each connection lost.
 """
 
 from __future__ import annotations

@@ -30,6 +30,11 @@ No JVM outlives the test run: every server's resources are released by a
 from the main thread gets ``PR_SET_PDEATHSIG=SIGKILL``, so it dies with the Python
 process even when that is killed outright. Not from other threads: the kernel
 ties the signal to the forking *thread*, and a JVM must not die with a worker.
+
+Size: over the house limit (tests/test_module_sizes.py): one JVM's life
+(start, stop, kill, pause, restart, its log, the four-letter words, its
+sessions), shared by the standalone server and each ensemble member; the
+ensemble itself is _cluster.py.
 """
 
 from __future__ import annotations
