@@ -43,6 +43,15 @@ def wait_for(path: Path, timeout: float = 20.0) -> None:
         time.sleep(0.05)
 
 
+def wait_for_exits(processes: list[subprocess.Popen[str]], count: int) -> None:
+    timeout = 30.0
+    deadline = time.monotonic() + timeout
+    while sum(process.poll() is not None for process in processes) < count:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{count} of the hosts did not finish in {timeout}s")
+        time.sleep(0.05)
+
+
 def main() -> None:
     with ZooKeeperServer() as server, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -54,11 +63,21 @@ def main() -> None:
         )
 
         print("1. a cron job on three hosts, guarded by lock --no-wait")
-        job = f"echo $0 >> {work}/report.log; sleep 2"
+        # The report runs until the demo has seen the other hosts refused (a minute at most):
+        # a report of fixed length could end, on a busy machine, before they even try.
+        done = work / "report-done"
+        job = (
+            f"echo $0 >> {work}/report.log; "
+            f"for _ in $(seq 1200); do [ -e {done} ] && break; sleep 0.05; done"
+        )
         crons = [
             zk_recipes("lock", "--no-wait", "report", "--", "sh", "-c", job, f"host-{n}", env=env)
             for n in (1, 2, 3)
         ]
+        try:
+            wait_for_exits(crons, 2)
+        finally:
+            done.touch()
         codes = sorted(cron.wait(30) for cron in crons)
         ran = (work / "report.log").read_text().split()
         print(f"   exit codes {codes}; the report ran on {ran}")
