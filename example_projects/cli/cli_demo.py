@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from zk_recipes.testing import ZooKeeperServer
 
@@ -50,6 +51,19 @@ def wait_for_exits(processes: list[subprocess.Popen[str]], count: int) -> None:
         if time.monotonic() > deadline:
             raise SystemExit(f"{count} of the hosts did not finish in {timeout}s")
         time.sleep(0.05)
+
+
+def the_election(env: dict[str, str]) -> dict[str, Any]:
+    """The beat's election as `zk-recipes holders --json` shows it: leader and standbys."""
+    table = subprocess.run(
+        [sys.executable, "-m", "zk_recipes", "holders", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (election,) = [r for r in json.loads(table.stdout) if r["kind"] == "leader latch"]
+    return dict(election)
 
 
 def main() -> None:
@@ -105,15 +119,13 @@ def main() -> None:
                 )
                 if name == "beat-a":
                     wait_for(work / "beat-beat-a")
-            time.sleep(1.0)
-            table = subprocess.run(
-                [sys.executable, "-m", "zk_recipes", "holders", "--json"],
-                env=env,
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            (election,) = [r for r in json.loads(table.stdout) if r["kind"] == "leader latch"]
+            election = the_election(env)
+            deadline = time.monotonic() + 30
+            while not election["waiting"]:  # until beat-b is in line behind the leader
+                if time.monotonic() > deadline:
+                    raise SystemExit("beat-b did not stand by within 30s")
+                time.sleep(0.1)
+                election = the_election(env)
             print(
                 f"   {election['path']}: leader pid {election['holders'][0]['pid']}, "
                 f"{len(election['waiting'])} standby"
