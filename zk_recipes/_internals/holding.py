@@ -33,9 +33,9 @@ the listener under the recipe's own guard and checks the hold again right
 after (a LOST published between taking the node and registering the
 listener reached nobody: the epoch tells), so no loss is ever missed, even
 when a release racing an acquire unregisters the listener while another hold
-of the same object is still held. A lost hold's owner is told through ``LossSignal``: its ``lost`` event
-is set at once, its ``on_lost`` callbacks run in order on a thread of the
-signal's own, never on the caller's or kazoo's.
+of the same object is still held. A lost hold's owner is told through
+``LossSignal``: its ``lost`` event is set at once, its ``on_lost`` callbacks
+run in order on a thread of the signal's own, never on the caller's or kazoo's.
 """
 
 from __future__ import annotations
