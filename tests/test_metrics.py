@@ -193,6 +193,9 @@ def test_contended_lock_records_wait_hold_busy_timeout_and_acquisitions(
 
     thread = threading.Thread(target=wait_turn)
     thread.start()
+    # Held until the waiter is in line, then 0.3 s more: however late the thread
+    # starts, its wait lasts at least that long.
+    wait_until(lambda: len(holder.contenders()) == 2, "the waiter queued")
     time.sleep(0.3)
     holder.release()
     assert acquired.wait(10)

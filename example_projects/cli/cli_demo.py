@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from zk_recipes.testing import ZooKeeperServer
 
@@ -43,6 +44,28 @@ def wait_for(path: Path, timeout: float = 20.0) -> None:
         time.sleep(0.05)
 
 
+def wait_for_exits(processes: list[subprocess.Popen[str]], count: int) -> None:
+    timeout = 30.0
+    deadline = time.monotonic() + timeout
+    while sum(process.poll() is not None for process in processes) < count:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{count} of the hosts did not finish in {timeout}s")
+        time.sleep(0.05)
+
+
+def the_election(env: dict[str, str]) -> dict[str, Any]:
+    """The beat's election as `zk-recipes holders --json` shows it: leader and standbys."""
+    table = subprocess.run(
+        [sys.executable, "-m", "zk_recipes", "holders", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (election,) = [r for r in json.loads(table.stdout) if r["kind"] == "leader latch"]
+    return dict(election)
+
+
 def main() -> None:
     with ZooKeeperServer() as server, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -54,11 +77,21 @@ def main() -> None:
         )
 
         print("1. a cron job on three hosts, guarded by lock --no-wait")
-        job = f"echo $0 >> {work}/report.log; sleep 2"
+        # The report runs until the demo has seen the other hosts refused (a minute at most):
+        # a report of fixed length could end, on a busy machine, before they even try.
+        done = work / "report-done"
+        job = (
+            f"echo $0 >> {work}/report.log; "
+            f"for _ in $(seq 1200); do [ -e {done} ] && break; sleep 0.05; done"
+        )
         crons = [
             zk_recipes("lock", "--no-wait", "report", "--", "sh", "-c", job, f"host-{n}", env=env)
             for n in (1, 2, 3)
         ]
+        try:
+            wait_for_exits(crons, 2)
+        finally:
+            done.touch()
         codes = sorted(cron.wait(30) for cron in crons)
         ran = (work / "report.log").read_text().split()
         print(f"   exit codes {codes}; the report ran on {ran}")
@@ -86,15 +119,13 @@ def main() -> None:
                 )
                 if name == "beat-a":
                     wait_for(work / "beat-beat-a")
-            time.sleep(1.0)
-            table = subprocess.run(
-                [sys.executable, "-m", "zk_recipes", "holders", "--json"],
-                env=env,
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            (election,) = [r for r in json.loads(table.stdout) if r["kind"] == "leader latch"]
+            election = the_election(env)
+            deadline = time.monotonic() + 30
+            while not election["waiting"]:  # until beat-b is in line behind the leader
+                if time.monotonic() > deadline:
+                    raise SystemExit("beat-b did not stand by within 30s")
+                time.sleep(0.1)
+                election = the_election(env)
             print(
                 f"   {election['path']}: leader pid {election['holders'][0]['pid']}, "
                 f"{len(election['waiting'])} standby"

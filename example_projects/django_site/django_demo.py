@@ -12,6 +12,11 @@ Starts a throwaway ZooKeeper and a fresh sqlite database, then:
 4. the admin's ZooKeeper page, as a staff user sees it, listing a held lock;
 5. the Celery app, configured from Django's settings: its singleton task locks
    under the namespace ZK_RECIPES names, with no Celery ZooKeeper setting.
+
+In steps 2 and 3 the one that gets the lock keeps it until the demo has seen
+the others refused: the demo gives that process ``DEMO_HOLD_UNTIL``, a file it
+creates then (``invoices/demo_hold.py``), so no step depends on how fast the
+machine is.
 """
 
 from __future__ import annotations
@@ -70,10 +75,12 @@ def deploy(env: dict[str, str]) -> None:
         print(f"   pod {number}: {what}")
 
 
-def clicks(env: dict[str, str]) -> None:
+def clicks(env: dict[str, str], scratch: Path) -> None:
     print("== 2. three clicks on 'send invoice 42' at once, under runserver")
     port = free_port()
-    server = manage("runserver", f"127.0.0.1:{port}", "--noreload", "--skip-checks", env=env)
+    sent = scratch / "invoice-sent"  # the send that gets the lock holds it until this exists
+    server_env = dict(env, DEMO_HOLD_UNTIL=str(sent))
+    server = manage("runserver", f"127.0.0.1:{port}", "--noreload", "--skip-checks", env=server_env)
     try:
         wait_until(lambda: _listening(port), "runserver listening")
         url = f"http://127.0.0.1:{port}/invoices/42/send/"
@@ -81,13 +88,16 @@ def clicks(env: dict[str, str]) -> None:
         threads = [threading.Thread(target=lambda: answers.append(_post(url))) for _ in range(3)]
         for thread in threads:
             thread.start()
+        wait_until(lambda: len(answers) == 2, "two clicks answered while the first sends")
+        sent.touch()
         for thread in threads:
-            thread.join()
+            thread.join(60)
         for status, body in sorted(answers):
             print(f"   {status}: {body}")
         status, body = _post(url)
         print(f"   a later click: {status}: {body}")
     finally:
+        sent.touch()  # never leave a send waiting, whatever happened
         server.terminate()
         server.communicate(timeout=30)
 
@@ -99,32 +109,38 @@ def _listening(port: int) -> bool:
 
 def _post(url: str) -> tuple[int, str]:
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, method="POST")) as answer:
+        request = urllib.request.Request(url, method="POST")
+        with urllib.request.urlopen(request, timeout=90) as answer:
             return answer.status, answer.read().decode()
     except urllib.error.HTTPError as refused:
         return refused.code, refused.read().decode().strip()
 
 
-def cron(env: dict[str, str]) -> None:
+def cron(env: dict[str, str], scratch: Path) -> None:
     print("== 3. cron runs `manage.py send_reminders --no-wait` on three hosts")
     import zk_recipes_django
 
     client = zk_recipes_django.get_client()
     lock_dir = "/zk-recipes/locks/send-reminders"
-    first = manage("send_reminders", "--no-wait", env=env)
-    wait_until(lambda: client.exists(lock_dir) and client.get_children(lock_dir), "the first holds")
-    others = [manage("send_reminders", "--no-wait", env=env) for _ in range(2)]
-    status = manage("zkstatus", "--json", env=env)
-    report = json.loads(status.communicate(timeout=60)[0])["aliases"]["default"]
-    (entry,) = [r for r in report["holders"] if r["path"] == lock_dir]
-    holder = entry["holders"][0]
-    print(f"   zkstatus: {lock_dir} held by pid {holder['pid']} ({holder['id']})")
+    done = scratch / "reminders-sent"  # the first host holds the lock until this exists
+    first = manage("send_reminders", "--no-wait", env=dict(env, DEMO_HOLD_UNTIL=str(done)))
+    try:
+        wait_until(lambda: client.exists(lock_dir) and client.get_children(lock_dir), "first holds")
+        others = [manage("send_reminders", "--no-wait", env=env) for _ in range(2)]
+        status = manage("zkstatus", "--json", env=env)
+        report = json.loads(status.communicate(timeout=60)[0])["aliases"]["default"]
+        (entry,) = [r for r in report["holders"] if r["path"] == lock_dir]
+        holder = entry["holders"][0]
+        print(f"   zkstatus: {lock_dir} held by pid {holder['pid']} ({holder['id']})")
+        outs = {process.pid: process.communicate(timeout=60)[0] for process in others}
+    finally:
+        done.touch()  # the reminders are out: the first host may finish
+    outs[first.pid] = first.communicate(timeout=60)[0]
     codes = []
     for process in (first, *others):
-        out, _ = process.communicate(timeout=60)
         codes.append(process.returncode)
-        if out.strip():
-            print(f"   pid {process.pid}: {out.strip()}")
+        if outs[process.pid].strip():
+            print(f"   pid {process.pid}: {outs[process.pid].strip()}")
     print(f"   exit codes {codes}; the holder was the first: {holder['pid'] == first.pid}")
 
 
@@ -181,11 +197,11 @@ def main() -> None:
         from invoices.models import Invoice
 
         Invoice.objects.create(pk=42, customer="acme")
-        clicks(env)
+        clicks(env, Path(scratch))
         invoice = Invoice.objects.get(pk=42)
         sent, token = invoice.sent_count, invoice.sent_token
         print(f"   invoice 42 was sent {sent} times, last under token {token}")
-        cron(env)
+        cron(env, Path(scratch))
         admin_page()
         celery_task()
         import zk_recipes_celery

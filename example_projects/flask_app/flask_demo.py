@@ -9,6 +9,11 @@ Starts a throwaway ZooKeeper, then:
    with a higher fencing token;
 3. the status blueprint: `/zk/health` for load balancers, `/zk/` listing a
    held lock; `flask zk holders --json` names its holder.
+
+In steps 1 and 2 the one that gets the lock keeps it until the demo has seen
+the others refused: the demo gives those processes ``DEMO_HOLD_UNTIL``, a file
+it creates then (``shop/demo_hold.py``), so no step depends on how fast the
+machine is.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -59,7 +65,8 @@ def wait_until(check: object, what: str, timeout: float = 30.0) -> None:
 
 def request(url: str, method: str = "GET") -> tuple[int, str]:
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, method=method)) as answer:
+        sent = urllib.request.Request(url, method=method)
+        with urllib.request.urlopen(sent, timeout=90) as answer:
             return answer.status, answer.read().decode().strip()
     except urllib.error.HTTPError as refused:
         return refused.code, refused.read().decode().strip()
@@ -67,10 +74,20 @@ def request(url: str, method: str = "GET") -> tuple[int, str]:
         return 0, ""
 
 
-def cron(env: dict[str, str]) -> None:
+def cron(env: dict[str, str], scratch: Path) -> None:
     print("== 1. cron on three hosts: flask zk lock --no-wait export -- flask export-orders")
+    exported = scratch / "orders-exported"  # the host that exports holds the lock until this exists
+    env = dict(env, DEMO_HOLD_UNTIL=str(exported))
     command = [sys.executable, "-m", "flask", "--app", "shop", "export-orders"]
     hosts = [flask("zk", "lock", "--no-wait", "export", "--", *command, env=env) for _ in range(3)]
+    try:
+        wait_until(
+            lambda: sum(host.poll() is not None for host in hosts) == 2,
+            "two hosts done while one exports",
+            timeout=60,
+        )
+    finally:
+        exported.touch()  # the export is written: its host may finish
     codes = []
     for host in hosts:
         out, _ = host.communicate(timeout=60)
@@ -80,7 +97,8 @@ def cron(env: dict[str, str]) -> None:
     print(f"   exit codes {sorted(codes)}")
 
 
-def clicks(env: dict[str, str], port: int) -> None:
+def clicks(env: dict[str, str], port: int, charged: Path) -> None:
+    """Three clicks at once; the server's charge holds its lock until ``charged`` exists."""
     print("== 2. three clicks on 'charge order 7' at once, under flask run")
     url = f"http://127.0.0.1:{port}/orders/7/charge"
     answers: list[tuple[int, str]] = []
@@ -89,8 +107,12 @@ def clicks(env: dict[str, str], port: int) -> None:
     ]
     for thread in threads:
         thread.start()
+    try:
+        wait_until(lambda: len(answers) == 2, "two clicks answered while the first charges")
+    finally:
+        charged.touch()  # the payment provider answered: the charge may finish
     for thread in threads:
-        thread.join()
+        thread.join(60)
     for status, body in sorted(answers):
         print(f"   {status}: {body}")
     status, body = request(url, "POST")
@@ -117,21 +139,25 @@ def status_pages(env: dict[str, str], port: int, hosts: str) -> None:
 
 
 def main() -> None:
-    with ZooKeeperServer() as zookeeper:
+    with tempfile.TemporaryDirectory() as tmp, ZooKeeperServer() as zookeeper:
+        scratch = Path(tmp)
         env = dict(
             os.environ,
             ZK_HOSTS=zookeeper.connect_string,
             PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT), str(ROOT / "integrations")]),
             PYTHONUNBUFFERED="1",
         )
-        cron(env)
+        cron(env, scratch)
         port = free_port()
-        server = flask("run", "--port", str(port), "--no-reload", env=env)
+        charged = scratch / "order-charged"
+        server_env = dict(env, DEMO_HOLD_UNTIL=str(charged))
+        server = flask("run", "--port", str(port), "--no-reload", env=server_env)
         try:
             wait_until(lambda: request(f"http://127.0.0.1:{port}/zk/health")[0] == 200, "up")
-            clicks(env, port)
+            clicks(env, port, charged)
             status_pages(env, port, zookeeper.connect_string)
         finally:
+            charged.touch()  # never leave a charge waiting, whatever happened
             server.terminate()
             server.communicate(timeout=30)
     print("flask demo finished")

@@ -44,6 +44,7 @@ def test_the_limit_holds_for_racing_clients_and_threads(
     inside = 0
     most = 0
     tokens: list[int] = []
+    shared = threading.Event()  # set once two leases are held at once
 
     def worker(sem: Semaphore) -> None:
         nonlocal inside, most
@@ -53,6 +54,11 @@ def test_the_limit_holds_for_racing_clients_and_threads(
                     inside += 1
                     most = max(most, inside)
                     tokens.append(sem.fencing_token)
+                    if inside >= 2:
+                        shared.set()
+                # The first holder keeps its lease until another is inside with it:
+                # sharing is shown however slowly the others start.
+                shared.wait(10)
                 time.sleep(0.02)
                 with guard:
                     inside -= 1

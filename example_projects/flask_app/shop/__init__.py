@@ -4,17 +4,21 @@
 extension object lives in ``shop.extensions`` and is bound to each app by
 ``init_app``. Configuration comes from ``ZK_RECIPES_*`` keys, here from the
 environment (``app.config.from_prefixed_env``-style, by hand to keep it plain).
+
+The payment provider and the export are stood in for by ``hold_until_told()``:
+under the demo they last until the demo has seen the others refused
+(``shop/demo_hold.py``); anywhere else they take no time.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 import click
 from flask import Flask, g, jsonify
 
+from shop.demo_hold import hold_until_told
 from shop.extensions import zk
 
 
@@ -35,13 +39,13 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     @zk.locked("order-{order_id}", timeout=0)  # a second click while charging: 423 at once
     def charge(order_id: int) -> Any:
         token = g.zk_lock.fencing_token
-        time.sleep(0.5)  # talking to the payment provider, passing it the token
+        hold_until_told()  # talking to the payment provider, passing it the token
         return jsonify(order=order_id, charged=True, fencing_token=token)
 
     @app.cli.command("export-orders")
     def export_orders() -> None:
         """Export yesterday's orders (run it under `flask zk lock export -- ...`)."""
-        time.sleep(1.0)
+        hold_until_told()  # writing the export
         click.echo(f"exported the orders (pid {os.getpid()})")
 
     return app

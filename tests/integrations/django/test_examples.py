@@ -27,6 +27,7 @@ def test_django_demo() -> None:
     assert out.count(": nothing to migrate") == 2
     assert out.count("   423: ") == 2
     assert "invoice 42 was sent 2 times" in out
+    assert "zkstatus: /zk-recipes/locks/send-reminders held by pid" in out
     assert "exit codes [0, 75, 75]; the holder was the first: True" in out
     assert "the page lists the held lock: True" in out
     assert "an anonymous visitor is sent to log in: 302" in out
