@@ -27,6 +27,7 @@ from zk_recipes import (
     LeaderLatch,
     Lock,
     LockLost,
+    NoNodeError,
     ProcessClient,
     WatchEvent,
     ZkClient,

@@ -13,8 +13,7 @@ import json
 import logging
 import queue
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,22 +21,18 @@ from django.http import HttpRequest, HttpResponse
 from django.test import AsyncClient, Client
 
 import zk_recipes_django
+from tests.integrations._views import LOCKS, WAIT, hold_elsewhere
 from tests.integrations.django.site.testapp import views
 from zk_recipes import (
     ConfigurationError,
-    Lock,
     LockTimeout,
-    NoNodeError,
     RecipeUsageError,
-    WatchEvent,
     ZkClient,
 )
-from zk_recipes.testing import expire_session
+from zk_recipes.testing import expire_session, wait_for_children
 from zk_recipes.testing.pytest_plugin import ClientFactory
 from zk_recipes_django import _settings, current_lock, locked, zk_lock
 
-LOCKS = "/zk-recipes/locks"
-WAIT = 10.0
 THREADS = 4
 
 
@@ -53,42 +48,6 @@ def gates() -> Iterator[None]:
 def zk(zk_settings: dict[str, Any]) -> ZkClient:
     """The process client of the "default" alias, the one the views use."""
     return zk_recipes_django.get_client()
-
-
-def wait_for_children(
-    client: ZkClient, path: str, predicate: Callable[[list[str]], bool]
-) -> list[str]:
-    """The children of ``path`` once ``predicate`` holds for them, woken by watches."""
-    changed = threading.Event()
-
-    def wake(event: WatchEvent) -> None:
-        changed.set()
-
-    deadline = time.monotonic() + WAIT
-    while True:
-        changed.clear()
-        try:
-            children = client.get_children(path, watch=wake)
-        except NoNodeError:
-            if client.exists(path, watch=wake) is not None:
-                continue
-            children = []
-        if predicate(children):
-            return children
-        left = deadline - time.monotonic()
-        assert left > 0, f"{path} never satisfied the test; children: {children}"
-        changed.wait(left)
-
-
-def queued(count: int) -> Callable[[list[str]], bool]:
-    return lambda children: len(children) == count
-
-
-def hold_elsewhere(zk_client_factory: ClientFactory, name: str) -> Lock:
-    """The lock ``name`` held by another session, as another process would."""
-    lock = Lock(zk_client_factory(), f"{LOCKS}/{name}", identifier="elsewhere")
-    assert lock.acquire(timeout=WAIT)
-    return lock
 
 
 # -- sync views, requests from threads ------------------------------------------------
@@ -120,7 +79,7 @@ def test_sync_view_lets_one_request_in_and_answers_423_to_the_others_at_once(
     views.GATE.go.set()
     assert answers.get(timeout=WAIT).status_code == 200
     assert (views.GATE.entries, views.GATE.most) == (1, 1)
-    assert wait_for_children(zk, f"{LOCKS}/sync-gate", queued(0)) == []
+    assert wait_for_children(zk, f"{LOCKS}/sync-gate", 0) == []
 
 
 def test_sync_view_with_a_timeout_lets_every_request_in_one_after_another(
@@ -128,7 +87,7 @@ def test_sync_view_with_a_timeout_lets_every_request_in_one_after_another(
 ) -> None:
     answers = _get_in_threads("/locked/sync/wait/?hold=1", THREADS)
     assert views.GATE.entered.wait(WAIT)
-    wait_for_children(zk, f"{LOCKS}/sync-gate", queued(THREADS))  # all in line
+    wait_for_children(zk, f"{LOCKS}/sync-gate", THREADS)  # all in line
     views.GATE.go.set()
     statuses = [answers.get(timeout=WAIT).status_code for _ in range(THREADS)]
     assert statuses == [200] * THREADS
@@ -175,7 +134,7 @@ def test_async_view_waits_without_blocking_the_event_loop(
         waiters = asyncio.gather(
             *(async_client.get("/locked/async/wait/?hold=1") for _ in range(THREADS - 1))
         )
-        await asyncio.to_thread(wait_for_children, zk, f"{LOCKS}/async-gate", queued(THREADS))
+        await asyncio.to_thread(wait_for_children, zk, f"{LOCKS}/async-gate", THREADS)
         # Every waiter is in line on the server; the loop still serves others.
         pong = await async_client.get("/locked/async/ping/")
         assert (pong.status_code, pong.content) == (200, b"pong")
@@ -197,7 +156,7 @@ def test_cancelled_async_waiter_leaves_no_node_behind(
 
     async def main() -> None:
         waiter = asyncio.ensure_future(async_client.get("/locked/async/wait/"))
-        await asyncio.to_thread(wait_for_children, zk, directory, queued(2))
+        await asyncio.to_thread(wait_for_children, zk, directory, 2)
         waiter.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiter
@@ -223,7 +182,7 @@ def test_cancelled_async_waiter_that_got_the_lock_releases_it(
             await request
 
     asyncio.run(main())
-    assert wait_for_children(zk, directory, queued(0)) == []
+    assert wait_for_children(zk, directory, 0) == []
 
 
 def test_async_on_busy_callable_is_awaited(
@@ -339,7 +298,7 @@ def test_the_lock_is_released_when_the_function_raises(zk: ZkClient) -> None:
 
     with pytest.raises(KeyError):
         failing()
-    assert wait_for_children(zk, f"{LOCKS}/failing", queued(0)) == []
+    assert wait_for_children(zk, f"{LOCKS}/failing", 0) == []
     with pytest.raises(KeyError):
         failing()  # free again, not 423/LockTimeout
 
@@ -411,7 +370,7 @@ def test_locked_holds_and_releases(zk: ZkClient) -> None:
         assert stat is not None
         assert lock.fencing_token == stat.czxid
     assert not lock.is_held()
-    assert wait_for_children(zk, f"{LOCKS}/report", queued(0)) == []
+    assert wait_for_children(zk, f"{LOCKS}/report", 0) == []
 
 
 def test_locked_raises_lock_timeout_when_held_elsewhere(
@@ -443,7 +402,7 @@ def test_async_locked_holds_and_releases(zk: ZkClient, zk_client_factory: Client
         assert not lock.is_held()
 
     asyncio.run(main())
-    assert wait_for_children(zk, f"{LOCKS}/async-report", queued(0)) == []
+    assert wait_for_children(zk, f"{LOCKS}/async-report", 0) == []
     holder = hold_elsewhere(zk_client_factory, "async-report")
 
     async def refused() -> None:
@@ -467,7 +426,7 @@ def test_cancelled_async_locked_leaves_no_node_behind(
                 raise AssertionError("never entered")
 
         waiter = asyncio.ensure_future(wait_for_it())
-        await asyncio.to_thread(wait_for_children, zk, directory, queued(2))
+        await asyncio.to_thread(wait_for_children, zk, directory, 2)
         waiter.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiter

@@ -14,7 +14,6 @@ import asyncio
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
@@ -25,23 +24,20 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.test import TestResponse
 
 import zk_recipes_flask
+from tests.integrations._views import LOCKS, WAIT, hold_elsewhere
 from tests.integrations.flask.conftest import AppFactory
 from zk_recipes import (
     ConfigurationError,
     Lock,
     LockTimeout,
-    NoNodeError,
     RecipeUsageError,
-    WatchEvent,
     ZkClient,
 )
 from zk_recipes.frameworks import lock_path
-from zk_recipes.testing import expire_session
+from zk_recipes.testing import expire_session, wait_for_children
 from zk_recipes.testing.pytest_plugin import ClientFactory
 from zk_recipes_flask import LockBusy, ZkRecipes, current_lock
 
-LOCKS = "/zk-recipes/locks"
-WAIT = 10.0
 THREADS = 4
 #: The longest a held view waits for the test's go: a failed test never hangs on it.
 HOLD_SECONDS = 30.0
@@ -202,42 +198,6 @@ def shop(make_app: AppFactory) -> Iterator[Shop]:
     gate.go.set()  # a failed test leaves no view waiting
 
 
-def wait_for_children(
-    client: ZkClient, path: str, predicate: Callable[[list[str]], bool]
-) -> list[str]:
-    """The children of ``path`` once ``predicate`` holds for them, woken by watches."""
-    changed = threading.Event()
-
-    def wake(event: WatchEvent) -> None:
-        changed.set()
-
-    deadline = time.monotonic() + WAIT
-    while True:
-        changed.clear()
-        try:
-            children = client.get_children(path, watch=wake)
-        except NoNodeError:
-            if client.exists(path, watch=wake) is not None:
-                continue
-            children = []
-        if predicate(children):
-            return children
-        left = deadline - time.monotonic()
-        assert left > 0, f"{path} never satisfied the test; children: {children}"
-        changed.wait(left)
-
-
-def queued(count: int) -> Callable[[list[str]], bool]:
-    return lambda children: len(children) == count
-
-
-def hold_elsewhere(zk_client_factory: ClientFactory, name: str) -> Lock:
-    """The lock ``name`` held by another session, as another process would."""
-    lock = Lock(zk_client_factory(), f"{LOCKS}/{name}", identifier="elsewhere")
-    assert lock.acquire(timeout=WAIT)
-    return lock
-
-
 def get_in_threads(app: Flask, url: str, count: int) -> queue.Queue[TestResponse]:
     """``count`` GETs of ``url`` at once, each from a thread with its own test client."""
     answers: queue.Queue[TestResponse] = queue.Queue()
@@ -268,7 +228,7 @@ def test_sync_view_lets_one_request_in_and_answers_423_to_the_others_at_once(
     shop.gate.go.set()
     assert answers.get(timeout=WAIT).status_code == 200
     assert (shop.gate.entries, shop.gate.most) == (1, 1)
-    assert wait_for_children(shop.client, f"{LOCKS}/sync-gate", queued(0)) == []
+    assert wait_for_children(shop.client, f"{LOCKS}/sync-gate", 0) == []
 
 
 def test_sync_view_with_a_timeout_lets_every_request_in_one_after_another(
@@ -276,7 +236,7 @@ def test_sync_view_with_a_timeout_lets_every_request_in_one_after_another(
 ) -> None:
     answers = get_in_threads(shop.app, "/sync/wait?hold=1", THREADS)
     assert shop.gate.entered.wait(WAIT)
-    wait_for_children(shop.client, f"{LOCKS}/sync-gate", queued(THREADS))  # all in line
+    wait_for_children(shop.client, f"{LOCKS}/sync-gate", THREADS)  # all in line
     shop.gate.go.set()
     statuses = [answers.get(timeout=WAIT).status_code for _ in range(THREADS)]
     assert statuses == [200] * THREADS
@@ -298,7 +258,7 @@ def test_async_view_lets_one_request_in_and_answers_423_to_the_others(shop: Shop
     shop.gate.go.set()
     assert answers.get(timeout=WAIT).status_code == 200
     assert (shop.gate.entries, shop.gate.most) == (1, 1)
-    assert wait_for_children(shop.client, f"{LOCKS}/async-gate", queued(0)) == []
+    assert wait_for_children(shop.client, f"{LOCKS}/async-gate", 0) == []
 
 
 def test_async_view_with_a_timeout_lets_every_request_in_one_after_another(
@@ -306,7 +266,7 @@ def test_async_view_with_a_timeout_lets_every_request_in_one_after_another(
 ) -> None:
     answers = get_in_threads(shop.app, "/async/wait?hold=1", THREADS)
     assert shop.gate.entered.wait(WAIT)
-    wait_for_children(shop.client, f"{LOCKS}/async-gate", queued(THREADS))
+    wait_for_children(shop.client, f"{LOCKS}/async-gate", THREADS)
     shop.gate.go.set()
     statuses = [answers.get(timeout=WAIT).status_code for _ in range(THREADS)]
     assert statuses == [200] * THREADS
@@ -327,7 +287,7 @@ def test_async_function_waits_without_blocking_its_event_loop(
     async def main() -> int:
         job = asyncio.ensure_future(nightly("mon"))
         # The loop goes on while the job waits: it watches the queue and lets go.
-        await asyncio.to_thread(wait_for_children, shop.client, directory, queued(2))
+        await asyncio.to_thread(wait_for_children, shop.client, directory, 2)
         assert not job.done()
         await asyncio.to_thread(holder.release)
         return await job
@@ -497,7 +457,7 @@ def test_the_lock_is_released_when_the_view_raises(shop: Shop) -> None:
     with shop.app.app_context():
         with pytest.raises(KeyError):
             failing()
-        assert wait_for_children(shop.client, f"{LOCKS}/failing", queued(0)) == []
+        assert wait_for_children(shop.client, f"{LOCKS}/failing", 0) == []
         with pytest.raises(KeyError):
             failing()  # free again, not LockTimeout
         assert "zk_lock" not in g
@@ -579,7 +539,7 @@ def test_lock_holds_and_releases(shop: Shop) -> None:
         assert lock.fencing_token == stat.czxid
         assert lock.client is shop.client  # the app's process client, no session of its own
     assert not lock.is_held()
-    assert wait_for_children(shop.client, f"{LOCKS}/report", queued(0)) == []
+    assert wait_for_children(shop.client, f"{LOCKS}/report", 0) == []
 
 
 def test_lock_raises_lock_timeout_when_held_by_another_client(
@@ -626,7 +586,7 @@ def test_async_lock_holds_and_a_cancelled_waiter_leaves_no_node(
                 raise AssertionError("never entered")
 
         waiter = asyncio.ensure_future(wait_for_it())
-        await asyncio.to_thread(wait_for_children, shop.client, directory, queued(2))
+        await asyncio.to_thread(wait_for_children, shop.client, directory, 2)
         waiter.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiter
