@@ -25,3 +25,6 @@ echo "== 6. Django: zklock around migrate on three pods, a locked view, a locked
 echo
 echo "== 7. Flask: flask zk lock guarding a CLI task on three hosts, a locked view, the status blueprint"
 .venv/bin/python example_projects/flask_app/flask_demo.py
+echo
+echo "== 8. A face of your own: a plain WSGI app locked per invoice, on the framework kit alone"
+.venv/bin/python example_projects/frameworks/wsgi_face.py

@@ -70,24 +70,54 @@ found = [m for m in ("celery", "kombu", "redis", "django", "flask") if importlib
 if found:
     sys.exit(f".venv-core must hold the core and [test] only, but has {found}")
 PY
-phase "pytest: the core suite, in .venv-core"
+# The core suite and the integrations' suites run side by side: two pytest
+# processes, each with throwaway servers of its own on free ports and a
+# namespace per test, so they share nothing but the machine. Most of a
+# real-server suite's time is waiting (timeouts, expiries, processes starting),
+# which the two overlap. The core's output comes as it runs; the integrations'
+# is kept in .test-logs/ and printed when both are done.
+# ZK_RECIPES_TESTS_SERIAL=1 runs them one after the other instead.
 core=0
-run_pytest .venv-core --ignore=tests/integrations "$@" || core=$?
-phase "pytest: tests/integrations/, in .venv"
 integrations=0
-run_pytest .venv tests/integrations "$@" || integrations=$?
-
-# Django 4.2 LTS as well as the 5.2 of .venv: the Django tests again (not the slow
-# ones: they repeat the engine's fault handling), with 4.2 ahead on the path.
 django42=0
-if ((!selecting)); then
-    phase "pytest: tests/integrations/django/ on Django 4.2 LTS"
-    if [[ ! -d .django42/django ]]; then
-        .venv/bin/python -m pip install -q --target .django42 "Django>=4.2,<5" >/dev/null
+integrations_runs() {  # the integrations in .venv, then the Django tests on Django 4.2 LTS
+    local start=$SECONDS rc=0
+    echo "==> pytest: tests/integrations/, in .venv"
+    run_pytest .venv tests/integrations "$@" || rc=$?
+    echo "$rc" > .test-logs/integrations.rc
+    echo "==> pytest: tests/integrations/, in .venv: $((SECONDS - start)) s"
+    # Django 4.2 LTS as well as the 5.2 of .venv: the Django tests again (not the
+    # slow ones: they repeat the engine's fault handling), with 4.2 ahead on the path.
+    rc=0
+    if ((!selecting)); then
+        start=$SECONDS
+        echo "==> pytest: tests/integrations/django/ on Django 4.2 LTS"
+        if [[ ! -d .django42/django ]]; then
+            .venv/bin/python -m pip install -q --target .django42 "Django>=4.2,<5" >/dev/null
+        fi
+        PYTHONPATH="$ROOT/.django42" run_pytest .venv tests/integrations/django -m "not slow" \
+            -p no:cacheprovider "$@" || rc=$?
+        echo "==> pytest: tests/integrations/django/ on Django 4.2 LTS: $((SECONDS - start)) s"
     fi
-    PYTHONPATH="$ROOT/.django42" run_pytest .venv tests/integrations/django -m "not slow" \
-        -p no:cacheprovider "$@" || django42=$?
+    echo "$rc" > .test-logs/django42.rc
+}
+rm -rf .test-logs
+mkdir -p .test-logs
+if [[ "${ZK_RECIPES_TESTS_SERIAL:-}" == 1 ]]; then
+    phase "pytest: the core suite, in .venv-core"
+    run_pytest .venv-core --ignore=tests/integrations "$@" || core=$?
+    phase "pytest: the integrations"
+    integrations_runs "$@"
+else
+    phase "pytest: the core suite (.venv-core) beside the integrations (.venv; .test-logs/)"
+    integrations_runs "$@" > .test-logs/integrations.log 2>&1 &
+    integrations_pid=$!
+    run_pytest .venv-core --ignore=tests/integrations "$@" || core=$?
+    wait "$integrations_pid" || true
+    cat .test-logs/integrations.log
 fi
+integrations=$(cat .test-logs/integrations.rc 2>/dev/null || echo 1)
+django42=$(cat .test-logs/django42.rc 2>/dev/null || echo 1)
 
 phase ""
 echo "==> the whole suite: $((SECONDS - suite_start)) s"
