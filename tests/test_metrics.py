@@ -34,6 +34,7 @@ from zk_recipes import (
     ZkClient,
     metrics,
 )
+from zk_recipes._threads import said
 from zk_recipes.testing import StateRecorder, TcpProxy, expire_session, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
@@ -239,6 +240,7 @@ def test_lock_lost_with_its_session_is_counted_and_logged(
         expire_session(client)
         assert lock.lost.wait(10)
         wait_until(lambda: records(caplog, "lock.lost"), "the loss logged")
+        assert said(10)  # the client's state records come through the log writer
     assert lock_value(registry, "zk_recipes_lock_lost_total") == 1
     (lost,) = records(caplog, "lock.lost")
     assert lost.levelno == logging.WARNING
@@ -412,6 +414,7 @@ def test_connection_state_gauge_and_transitions(
         assert clients("CONNECTED") + clients("RECONNECTED") == connected + 1
         session = client.session_id
         client.close()
+        assert said(10)  # the client's state records come through the log writer
     assert clients("CONNECTED") + clients("RECONNECTED") == connected
     assert changes("CLOSED") >= 1
     closed = [r for r in records(caplog, "client.state") if r.zk_state == "CLOSED"]
@@ -437,6 +440,7 @@ def test_simulated_expiry_is_counted_and_logged(
         lost = recorder.wait_for(ConnectionState.LOST, timeout=10)
         zk_proxy.heal()
         recorder.wait_for(ConnectionState.RECONNECTED, timeout=15)
+        assert said(10)  # the client's state records come through the log writer
     assert lost.simulated
     assert value(registry, "zk_recipes_simulated_expirations_total") == before + 1
     (expiry,) = records(caplog, "client.simulated_expiry")

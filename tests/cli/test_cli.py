@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -9,6 +11,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -22,7 +25,7 @@ from zk_recipes import Lock, NoNodeError, ZkClient
 from zk_recipes.cli import ExitCode
 from zk_recipes.cli._command import cli
 from zk_recipes.frameworks import lock_path
-from zk_recipes.testing import TcpProxy, free_ports, wait_until
+from zk_recipes.testing import TcpProxy, ZooKeeperServer, free_ports, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 # Waits for a "go" file, recording when it started and ended (a shell script, as users write).
@@ -219,6 +222,56 @@ def test_lost_session_stops_the_command_then_kills_it(
     assert "SIGKILL after 0.5s" in err
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_a_blocked_stderr_does_not_keep_the_command_running_after_a_loss(
+    cli_env: dict[str, str],
+    zk_private_server: ZooKeeperServer,
+    zk_proxy: TcpProxy,
+    zk_client_factory: ClientFactory,
+    tmp_path: Path,
+) -> None:
+    """Act first, talk later: zk-recipes's stderr is a full pipe (a stalled log shipper),
+    and still its command is stopped before anyone else can take the lock."""
+    env = dict(cli_env, ZK_RECIPES_HOSTS=zk_proxy.connect_string, ZK_RECIPES_SESSION_TIMEOUT="2")
+    read_end, write_end = os.pipe()
+    flags = fcntl.fcntl(write_end, fcntl.F_GETFL)
+    fcntl.fcntl(write_end, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            os.write(write_end, b"x" * 4096)
+    fcntl.fcntl(write_end, fcntl.F_SETFL, flags)
+    script = f"echo $$ > {tmp_path}/pid; exec sleep 60"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "zk_recipes", "lock", "blocked", "--", "sh", "-c", script],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=write_end,
+    )
+    os.close(write_end)
+    try:
+        wait_until(lambda: (tmp_path / "pid").exists(), "the command runs", timeout=20)
+        pid = int((tmp_path / "pid").read_text())
+        rival = Lock(
+            zk_client_factory(hosts=zk_private_server.connect_string), lock_path("blocked")
+        )
+        zk_proxy.blackhole()
+        assert rival.acquire(timeout=15)
+        # The server gave the lock away: the command must be gone by now.
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+        rival.release()
+    finally:
+        threading.Thread(target=lambda: _drain(read_end), daemon=True).start()
+        process.kill()
+        process.wait(30)
+        zk_proxy.heal()
+
+
+def _drain(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        while os.read(fd, 65536):
+            pass
 
 
 @pytest.mark.slow

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -65,7 +66,7 @@ from zk_recipes._errors import (
 from zk_recipes._logfields import fields
 from zk_recipes._retry import retry
 from zk_recipes._settings import ClientSettings
-from zk_recipes._threads import run_in_thread
+from zk_recipes._threads import say, start_or_defer
 from zk_recipes._types import Acl, CreateMode, WatchCallback, ZnodeStat
 
 log = logging.getLogger("zk_recipes.client")
@@ -271,12 +272,17 @@ class ZkClient:
             if self._closed or self._conn is not dead or self._reviving:
                 return
             self._reviving = True
-        log.warning(
-            "the connection to ZooKeeper ended for good (%s); its session is LOST, "
-            "building a new connection",
-            why,
+        # A reconnect that cannot start now (thread exhaustion) is started later by
+        # the session watchdog (retry_deferred); _reviving stays set until it ends.
+        start_or_defer("zk-recipes reconnect", lambda: self._revive(dead))
+        say(
+            functools.partial(
+                log.warning,
+                "the connection to ZooKeeper ended for good (%s); its session is LOST, "
+                "building a new connection",
+                why,
+            )
         )
-        run_in_thread("zk-recipes reconnect", lambda: self._revive(dead))
 
     def _revive(self, dead: KazooConnection) -> None:
         dead.stop()

@@ -55,7 +55,7 @@ from zk_recipes._errors import (
     ZkRecipesError,
     ZkTimeoutError,
 )
-from zk_recipes._threads import run_in_thread
+from zk_recipes._threads import start_or_defer
 from zk_recipes._types import Acl, CreateMode, ZnodeStat
 
 log = logging.getLogger("zk_recipes.client")
@@ -272,7 +272,7 @@ class Creator:
             # anything else (lost connection, timeout, interrupt) a node of ours
             # may exist, so look for it in the background.
             if tried and not isinstance(exc, (NoNodeError, NodeExistsError)):
-                run_in_thread(
+                start_or_defer(
                     "zk-recipes protected cleanup",
                     lambda: self._delete_protected(parent, list(prefixes)),
                 )

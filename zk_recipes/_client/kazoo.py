@@ -18,7 +18,8 @@ What it adds to kazoo:
   delivered) it keeps arriving while the server stops hearing us and expires
   the session. The send time of each request is kept by xid, from
   ``_submit`` until its reply's header is read.
-- The negotiated session timeout (kazoo keeps only derived timeouts).
+- The negotiated session timeout, read from the handshake's reply (kazoo
+  keeps only derived timeouts, and tells CONNECTED before it returns them).
 - ``abandon_session()`` / ``expire_now()``: make kazoo build a brand-new
   session instead of resuming the old one, for simulated expiry.
 - Error translation: kazoo exceptions become zk_recipes errors, with
@@ -29,8 +30,8 @@ What it adds to kazoo:
   three modules hold the logic and never import kazoo; this file only wires
   them to kazoo's internals.
 
-Size: over the house limit (tests/test_module_sizes.py): this is the one file allowed to
-import kazoo, so every reach into it — hooks, wire requests, error
+Size: over the house limit (tests/test_module_sizes.py): this is the one file allowed
+to import kazoo, so every reach into it — hooks, wire requests, error
 translation, typed requests — must live here; splitting it would make a
 second kazoo importer.
 """
@@ -52,6 +53,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.connection import _SESSION_EXPIRED, PING_XID
 from kazoo.protocol.serialization import (
     CheckVersion,
+    Connect,
     Create,
     Create2,
     Delete,
@@ -371,6 +373,7 @@ class KazooConnection:
         submit = conn._submit
         read_header = conn._read_header
         connect = conn._connect
+        invoke = conn._invoke
         read = conn._read
         write = conn._write
         send_request = conn._send_request
@@ -406,16 +409,28 @@ class KazooConnection:
             sent.clear()  # xids restart at 1 on every connection
             self._connect_from = (time.monotonic(), self._kz._session_id)
             read_timeout, connect_timeout = connect(host, hostip, port)
-            # kazoo derives read_timeout = negotiated * 2/3 (ms) and keeps neither.
-            self.negotiated_timeout = read_timeout * 1.5 / 1000.0
             sent.clear()  # the handshake's own xids (SASL) are not requests of ours
-            if self._direct_allowed and type(conn._socket) is socket.socket:
-                direct.open(conn._socket, connect_timeout / 1000.0)
             return read_timeout, connect_timeout
 
         # kazoo's own writers take the direct senders' lock, so writes never interleave
         # and _pending keeps wire order; a connection that drops or ends takes the
         # socket away from direct senders before kazoo fails what is pending.
+        def _invoke(timeout: float, request: Any, xid: int | None = None) -> Any:
+            result = invoke(timeout, request, xid)
+            if xid is None and isinstance(request, Connect):
+                # kazoo tells CONNECTED before its _connect returns (and keeps only
+                # timeouts derived from the negotiated one), so what must hold by the
+                # time anyone hears CONNECTED is set here, from the handshake's reply:
+                # the negotiated timeout, and the socket for direct sends. Direct sends
+                # need no SASL and no auth (_direct_allowed), which are all kazoo's
+                # _connect still does after it, and a read-write server.
+                reply = result[0]
+                self.negotiated_timeout = reply.time_out / 1000.0
+                sock = conn._socket
+                if self._direct_allowed and not reply.read_only and type(sock) is socket.socket:
+                    direct.open(sock, reply.time_out / len(self._kz.hosts) / 1000.0)
+            return result
+
         def _send_request(read_timeout: float, connect_timeout: float) -> Any:
             with direct.lock:
                 return send_request(read_timeout, connect_timeout)
@@ -472,6 +487,7 @@ class KazooConnection:
         conn._submit = _submit
         conn._read_header = _read_header
         conn._connect = _connect
+        conn._invoke = _invoke
         conn._send_request = _send_request
         conn._send_ping = _send_ping
         conn._connect_attempt = _connect_attempt

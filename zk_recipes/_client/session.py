@@ -32,6 +32,15 @@ old one again should it manage to resume it), and once the server is
 reachable the old session is closed on the server, so its ephemeral nodes go
 at once instead of at its expiry.
 
+**Decide first, talk later.** Every decision (the epoch, the state, the
+hand-off to listeners) is made under the tracker's lock and finished before
+anything is logged: log records go to the log writer thread (``say``), after
+the lock is released, so a log stream that blocks can delay neither a LOST
+nor the next decision. The watchdog's loop is guarded: an error in a turn is
+reported and the next turn runs, and each turn restarts the threads that
+could not be started before (``retry_deferred``), so thread exhaustion
+during an outage wedges no listener for good.
+
 **A connection that ends by itself.** kazoo's connection thread stops for
 good on AUTH_FAILED or an unexpected exception. The tracker then publishes
 LOST (the session cannot be resumed by that kazoo client) and calls
@@ -51,7 +60,13 @@ from zk_recipes._client.kazoo import KazooConnection
 from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateChange
 from zk_recipes._logfields import fields
 from zk_recipes._settings import ClientSettings
-from zk_recipes._threads import run_in_thread
+from zk_recipes._threads import (
+    failed_starts_to_report,
+    retry_deferred,
+    run_in_thread,
+    say,
+    start_or_defer,
+)
 
 log = logging.getLogger("zk_recipes.client")
 
@@ -96,17 +111,19 @@ class SessionTracker:
 
     def close(self) -> None:
         """End the current session life (CLOSED is the last state listeners hear)."""
+        talk: list[Callable[[], None]] = []
         with self._changed:
             if self._closed:
                 return
             self._closed = True
             self._conn = None
             if self.state is not None:
-                self._publish(ConnectionState.CLOSED, self.session_id)
+                self._publish(ConnectionState.CLOSED, self.session_id, talk)
             else:
                 self.epoch += 1
                 self.state = ConnectionState.CLOSED
             self._changed.notify_all()
+        _talk(talk)
         watchdog = self._watchdog
         if watchdog is not None and watchdog is not threading.current_thread():
             watchdog.join(2.0)
@@ -148,41 +165,60 @@ class SessionTracker:
             )
 
     # -- decisions (kazoo's connection thread, or the watchdog) ------------
-    def _publish(self, state: ConnectionState, session_id: int, *, simulated: bool = False) -> None:
-        # Called with self._changed held. The epoch moves before anyone hears of
-        # the loss, so a hold checked from now on is already invalid.
+    def _publish(
+        self,
+        state: ConnectionState,
+        session_id: int,
+        talk: list[Callable[[], None]],
+        *,
+        simulated: bool = False,
+    ) -> None:
+        """Decide ``state`` and hand it to the listeners; its log record goes on ``talk``.
+
+        Called with self._changed held. The epoch moves before anyone hears of
+        the loss, so a hold checked from now on is already invalid; nothing here
+        logs or waits (the caller hands ``talk`` to the log writer once the lock
+        is released).
+        """
         if state.ends_session:
             self.epoch += 1
         self.seq += 1
         self.state = state
         self._changed.notify_all()
+        change = StateChange(state, session_id, time.monotonic(), simulated, self.seq)
+        _count(lambda sink: sink.state_changed(state.name))
+        try:
+            self._listeners.publish(change)  # queues only: a thread that cannot start is put off
+        except Exception as exc:  # a listener registry bug must not undo the decision
+            talk.append(
+                functools.partial(log.error, "handing %s to the listeners failed: %r", state, exc)
+            )
+        talk.append(functools.partial(self._log_state, change))
+
+    def _log_state(self, change: StateChange) -> None:
         # SUSPENDED and LOST are what an operator looks for; the rest is routine.
+        state = change.state
         bad = state in (ConnectionState.SUSPENDED, ConnectionState.LOST)
         log.log(
             logging.WARNING if bad else logging.INFO,
             "ZooKeeper state %s (session %#x%s)",
             state.name,
-            session_id,
-            ", declared by the client" if simulated else "",
+            change.session_id,
+            ", declared by the client" if change.simulated else "",
             extra=fields(
                 "client.state",
                 state=state.name,
-                session_id=session_id,
+                session_id=change.session_id,
                 namespace=self._settings.namespace or "/",
-                simulated=simulated if state is ConnectionState.LOST else None,
+                simulated=change.simulated if state is ConnectionState.LOST else None,
             ),
-        )
-        sink = _metrics.sink
-        if sink is not None:
-            sink.state_changed(state.name)
-        self._listeners.publish(
-            StateChange(state, session_id, time.monotonic(), simulated, self.seq)
         )
 
     def on_raw_state(self, conn: KazooConnection, kind: str, session_id: int) -> None:
         """kazoo's hook, on kazoo's connection thread: decide, publish, never block."""
         reclaim: list[tuple[int, bytes]] = []
         ended = False
+        talk: list[Callable[[], None]] = []
         with self._changed:
             if self._closed or conn is not self._conn:
                 return
@@ -196,75 +232,136 @@ class SessionTracker:
                     new = ConnectionState.READ_ONLY if read_only else ConnectionState.CONNECTED
                 else:
                     if session_id != self.session_id and self.state is not ConnectionState.LOST:
-                        self._publish(ConnectionState.LOST, self.session_id)
+                        self._publish(ConnectionState.LOST, self.session_id, talk)
                     new = ConnectionState.READ_ONLY if read_only else ConnectionState.RECONNECTED
                 if self.session_id and session_id != self.session_id:
                     self._past_sessions.add(self.session_id)
                 self.session_id = session_id
-                self._publish(new, session_id)
+                self._publish(new, session_id, talk)
                 reclaim, self._abandoned = self._abandoned, []
             elif kind == "SUSPENDED":
                 if self.state is not None and self.state.is_connected:
-                    self._publish(ConnectionState.SUSPENDED, self.session_id)
+                    self._publish(ConnectionState.SUSPENDED, self.session_id, talk)
             else:
                 # EXPIRED (the server says so), AUTH_FAILED, or CLOSED: kazoo's
                 # connection thread ended by itself (we stop it only after close()).
                 ended = kind == "CLOSED"
                 if self.state is not None and self.state is not ConnectionState.LOST:
                     if self.state.is_connected:
-                        self._publish(ConnectionState.SUSPENDED, self.session_id)
-                    self._publish(ConnectionState.LOST, self.session_id)
+                        self._publish(ConnectionState.SUSPENDED, self.session_id, talk)
+                    self._publish(ConnectionState.LOST, self.session_id, talk)
+        _talk(talk)
         if ended and self._on_connection_ended is not None:
             why = conn.last_problem or "kazoo's connection thread ended"
             self._on_connection_ended(conn, why)
         timeout = self._settings.connection_timeout
         for client_id in reclaim:
-            run_in_thread(
+            start_or_defer(
                 "zk-recipes close abandoned session",
                 functools.partial(conn.close_session_on_server, client_id, timeout),
             )
 
     def _watch(self) -> None:
-        """Declare LOST when the server cannot have heard us for too long (simulated expiry)."""
-        fraction = self._settings.simulated_expiry_fraction
+        """Declare LOST when the server cannot have heard us for too long (simulated expiry).
+
+        Each turn is guarded: an error is reported and the next turn runs (a
+        watchdog that died would never declare LOST again).
+        """
         with self._changed:
             while not self._closed:
-                conn = self._conn
-                if conn is None:
-                    return  # only close() clears it (the watchdog starts with attach())
-                limit = fraction * (conn.negotiated_timeout or self._settings.session_timeout)
-                if self.state is None or self.state is ConnectionState.LOST:
-                    self._changed.wait(limit / 4)
+                talk: list[Callable[[], None]] = []
+                wait: float | None
+                try:
+                    wait = self._turn(talk)
+                except Exception as exc:
+                    talk.append(
+                        functools.partial(log.error, "the session watchdog's turn failed: %r", exc)
+                    )
+                    wait = 0.05
+                if wait is None:
+                    return
+                if retry_deferred():
+                    wait = min(wait, 0.1)  # threads still cannot start: try again soon
+                report = failed_starts_to_report()
+                if report is not None:
+                    talk.append(
+                        functools.partial(
+                            log.error,
+                            "zk-recipes could not start threads (%d so far; last: %s): they "
+                            "are started again as soon as the system can; meanwhile listeners "
+                            "hear of no state change, but holds are judged from the session "
+                            "epoch, so a loss shows in check() and is_held() at once",
+                            *report,
+                        )
+                    )
+                if talk:
+                    self._changed.release()
+                    try:
+                        _talk(talk)
+                    finally:
+                        self._changed.acquire()
                     continue
-                silent = time.monotonic() - conn.last_heard
-                if silent < limit:
-                    self._changed.wait(limit - silent + 0.005)
-                    continue
-                why = (
-                    f"the server cannot have heard from us for {silent:.2f} s "
-                    f"({fraction:.0%} of the {limit / fraction:.2f} s session timeout)"
-                )
-                log.warning(
-                    "no reply from ZooKeeper to anything sent in the last %.2f s: %s; "
-                    "declaring session %#x LOST",
-                    silent,
-                    why,
-                    self.session_id,
-                    extra=fields(
-                        "client.simulated_expiry",
-                        session_id=self.session_id,
-                        namespace=self._settings.namespace or "/",
-                        silent_s=round(silent, 3),
-                    ),
-                )
-                sink = _metrics.sink
-                if sink is not None:
-                    sink.simulated_expiry()
-                client_id = conn.client_id
-                if client_id is not None:
-                    self._abandoned.append(client_id)
-                    self._abandoned_ids.add(client_id[0])
-                if self.state.is_connected:
-                    self._publish(ConnectionState.SUSPENDED, self.session_id)
-                self._publish(ConnectionState.LOST, self.session_id, simulated=True)
-                conn.abandon_session()
+                self._changed.wait(wait)
+
+    def _turn(self, talk: list[Callable[[], None]]) -> float | None:
+        """One look at the silence, under the lock: seconds to wait next, None to stop."""
+        conn = self._conn
+        if conn is None:
+            return None  # only close() clears it (the watchdog starts with attach())
+        fraction = self._settings.simulated_expiry_fraction
+        limit = fraction * (conn.negotiated_timeout or self._settings.session_timeout)
+        if self.state is None or self.state is ConnectionState.LOST:
+            return limit / 4
+        silent = time.monotonic() - conn.last_heard
+        if silent < limit:
+            return limit - silent + 0.005
+        session_id = self.session_id
+        client_id = conn.client_id
+        if client_id is not None:
+            self._abandoned.append(client_id)
+            self._abandoned_ids.add(client_id[0])
+        # Decide first: the epoch, the state and the hand-off, before any word of it.
+        simulated: list[Callable[[], None]] = []
+        if self.state.is_connected:
+            self._publish(ConnectionState.SUSPENDED, session_id, simulated)
+        self._publish(ConnectionState.LOST, session_id, simulated, simulated=True)
+        _count(lambda sink: sink.simulated_expiry())
+        namespace = self._settings.namespace or "/"
+        talk.append(
+            lambda: log.warning(
+                "no reply from ZooKeeper to anything sent in the last %.2f s: the server "
+                "cannot have heard from us for %.2f s (%.0f%% of the %.2f s session "
+                "timeout); declaring session %#x LOST",
+                silent,
+                silent,
+                fraction * 100,
+                limit / fraction,
+                session_id,
+                extra=fields(
+                    "client.simulated_expiry",
+                    session_id=session_id,
+                    namespace=namespace,
+                    silent_s=round(silent, 3),
+                ),
+            )
+        )
+        talk.extend(simulated)
+        conn.abandon_session()
+        return 0.0
+
+
+def _count(record: Callable[[_metrics.Sink], object]) -> None:
+    """Record a metric if metrics are on; a sink that raises must not undo a decision."""
+    sink = _metrics.sink
+    if sink is None:
+        return
+    try:
+        record(sink)
+    except Exception as exc:
+        say(functools.partial(log.error, "recording a zk-recipes metric failed: %r", exc))
+
+
+def _talk(talk: list[Callable[[], None]]) -> None:
+    """Hand the decisions' log records to the log writer, in order (never waits for them)."""
+    for emit in talk:
+        say(emit)

@@ -547,7 +547,6 @@ class LeaderLatch:
 
     def _reset(self, entry: Entry, why: str) -> None:
         """Drop leadership, delete our node, and join again with a new one (Curator's reset)."""
-        log.info("latch %s: %s; joining again with a new node", self.path, why)
         with self._lock:
             if self._entry is entry:
                 self._entry = None
@@ -555,7 +554,8 @@ class LeaderLatch:
                 self._term = None
             self._watching, self._head_gone = None, False
             self._resets += 1
-        self._publish()
+        self._publish()  # decide first (not_leader is on its way), talk later
+        log.info("latch %s: %s; joining again with a new node", self.path, why)
         self._queue.leave(entry)
         now = time.monotonic()
         recent = self._recent_resets

@@ -416,6 +416,9 @@ class _Mutex(LockVerbs):
             )
 
     def _holds_lost(self, holds: list[_Hold]) -> None:
+        # Decide first, talk later: ``lost`` is set and the callbacks are on their
+        # way before a word is logged (a log stream may block).
+        self._loss.fire(len(holds))
         metric = self._spec.metric or self._kind
         if self.client.is_closed:
             # Closing the client ends every hold: the user's doing, not a loss to count.
@@ -426,19 +429,18 @@ class _Mutex(LockVerbs):
                     self.path,
                     extra=hold_fields("lock.closed", metric, self.path, hold.entry),
                 )
-        else:
-            for hold in holds:
-                log.warning(
-                    "%s %s LOST with session %#x",
-                    self._kind,
-                    self.path,
-                    hold.entry.session_id,
-                    extra=hold_fields("lock.lost", metric, self.path, hold.entry),
-                )
-            sink = _metrics.sink
-            if sink is not None and self._spec.metric is not None:
-                sink.lost(self._spec.metric, self.path, len(holds))
-        self._loss.fire(len(holds))
+            return
+        sink = _metrics.sink
+        if sink is not None and self._spec.metric is not None:
+            sink.lost(self._spec.metric, self.path, len(holds))
+        for hold in holds:
+            log.warning(
+                "%s %s LOST with session %#x",
+                self._kind,
+                self.path,
+                hold.entry.session_id,
+                extra=hold_fields("lock.lost", metric, self.path, hold.entry),
+            )
 
 
 @final

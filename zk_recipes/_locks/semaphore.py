@@ -562,6 +562,9 @@ class Semaphore(LockVerbs):
             # Closed: the session is gone, and the lease node with it.
 
     def _leases_lost(self, holds: list[_LeaseHold]) -> None:
+        # Decide first, talk later: ``lost`` is set and the callbacks are on their
+        # way before a word is logged (a log stream may block).
+        self._loss.fire(len(holds))
         if self.client.is_closed:
             # Closing the client ends every hold: the user's doing, not a loss to count.
             for hold in holds:
@@ -571,19 +574,18 @@ class Semaphore(LockVerbs):
                     self.path,
                     extra=hold_fields("lock.closed", self._metric, self.path, hold.entry),
                 )
-        else:
-            for hold in holds:
-                log.warning(
-                    "lease %s of %s LOST with session %#x",
-                    hold.entry.path,
-                    self.path,
-                    hold.entry.session_id,
-                    extra=hold_fields("lock.lost", self._metric, self.path, hold.entry),
-                )
-            sink = _metrics.sink
-            if sink is not None:
-                sink.lost(self._metric, self.path, len(holds))
-        self._loss.fire(len(holds))
+            return
+        sink = _metrics.sink
+        if sink is not None:
+            sink.lost(self._metric, self.path, len(holds))
+        for hold in holds:
+            log.warning(
+                "lease %s of %s LOST with session %#x",
+                hold.entry.path,
+                self.path,
+                hold.entry.session_id,
+                extra=hold_fields("lock.lost", self._metric, self.path, hold.entry),
+            )
 
 
 def _over(deadline: float | None, cancel: Cancellation) -> bool:

@@ -128,15 +128,22 @@ class Child:
         code = self.process.poll()
         return None if code is None else from_returncode(code)
 
+    def terminate(self) -> None:
+        """SIGTERM now, if it still runs (``stop`` then waits and escalates)."""
+        process = self.process
+        assert process is not None
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+
     def stop(self, grace: float) -> int:
         """SIGTERM, then SIGKILL if it is still running after ``grace`` seconds; its status."""
         process = self.process
         assert process is not None
-        if process.poll() is None:
-            try:
-                process.send_signal(signal.SIGTERM)
-                process.wait(grace)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        self.terminate()
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
         return from_returncode(process.returncode)

@@ -228,7 +228,10 @@ def _run_command(
 ) -> int:
     if callable(job):
         run = InProcess(job, _short(job))
-        return run.run(relay, wake, still_ours, grace, lambda m: _say(out, m), exit_process_on_lost)
+        # Said from a thread of its own: a stderr that blocks must not hold up the loss.
+        return run.run(
+            relay, wake, still_ours, grace, lambda m: _say_soon(out, m), exit_process_on_lost
+        )
     return _run_child(out, what, job, relay, wake, still_ours, grace)
 
 
@@ -262,7 +265,12 @@ def _run_child(
             if not still_ours():
                 break
             wake.wait(0.5)
-        _say(
+        # Act first, talk later: the SIGTERM goes before a word is written, and the
+        # word is written from a thread of its own, since a stderr that blocks (a
+        # full pipe to a stalled log shipper) must hold up neither the SIGTERM nor
+        # the SIGKILL after the grace.
+        child.terminate()
+        _say_soon(
             out,
             f"{what} was lost while {argv[0]} (pid {child.pid}) ran: stopping it "
             f"(SIGTERM, SIGKILL after {grace:g}s)",
@@ -452,6 +460,20 @@ def _failed(out: TextIO, what: str, exc: BaseException) -> int:
 def _interrupted(out: TextIO, what: str, signum: int) -> int:
     _say(out, f"{signal.Signals(signum).name} while waiting for {what}: the command did not run")
     return 128 + signum
+
+
+def _say_soon(out: TextIO, message: str) -> threading.Thread | None:
+    """``_say`` on a daemon thread of its own: the caller never waits for the stream.
+
+    The thread, for a caller that may wait a bounded time before it exits; None
+    when no thread could start (the message is then not written).
+    """
+    thread = threading.Thread(target=_say, args=(out, message), name="zk-recipes say", daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:
+        return None
+    return thread
 
 
 def _say(out: TextIO, message: str) -> None:

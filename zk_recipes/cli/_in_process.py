@@ -72,7 +72,7 @@ class InProcess:
         wake: threading.Event,
         still_ours: Callable[[], bool],
         grace: float,
-        say: Callable[[str], None],
+        say: Callable[[str], object],
         exit_process_on_lost: bool,
     ) -> int:
         """Run the call on this thread; its status, 128 + N after a signal, or LOST."""
@@ -118,7 +118,7 @@ class InProcess:
         wake: threading.Event,
         still_ours: Callable[[], bool],
         grace: float,
-        say: Callable[[str], None],
+        say: Callable[[str], object],
         exit_process_on_lost: bool,
     ) -> None:
         while not self._done.is_set():
@@ -129,14 +129,16 @@ class InProcess:
         if self._done.is_set():
             return
         self._lost.set()
+        self._raise_in_caller()  # act first: ``say`` writes from a thread of its own
         say(f"{self.label} lost its hold while running: stopping it (raising LockLost in it)")
-        self._raise_in_caller()
         if self._done.wait(grace) or not exit_process_on_lost:
             return
         say(f"{self.label} still ran {grace:g}s after the loss: exiting now (code {ExitCode.LOST})")
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
+        # Flush what is written by now; a stream that blocks must not keep us alive.
+        flusher = threading.Thread(target=_flush_std_streams, name="zk-recipes flush", daemon=True)
+        with contextlib.suppress(RuntimeError):
+            flusher.start()
+            flusher.join(_EXIT_FLUSH_SECONDS)
         os._exit(ExitCode.LOST)
 
     def _raise_in_caller(self) -> None:
@@ -183,6 +185,16 @@ class InProcess:
             self._handling = False
             for restored, handler in previous.items():
                 signal.signal(restored, handler)
+
+
+#: How long the exit after the grace waits for stdout and stderr to take what is written.
+_EXIT_FLUSH_SECONDS = 0.2
+
+
+def _flush_std_streams() -> None:
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
 
 
 def _set_async_exc(ident: int | None, exc: type[BaseException] | None) -> None:
