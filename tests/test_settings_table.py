@@ -84,7 +84,7 @@ def _values(certs: Path) -> dict[str, object]:
             "key_file": str(certs / "client.key"),
             "check_hostname": False,
         },
-        "read_only": True,
+        "read_only": False,
         "simulated_expiry_fraction": 0.5,
         "max_data_bytes": 500_000,
         "prefix": "/jobs",
@@ -172,7 +172,7 @@ def test_every_spelling_gives_the_same_settings(certs: Path) -> None:
             key_file=str(certs / "client.key"),
             check_hostname=False,
         ),
-        read_only=True,
+        read_only=False,
         simulated_expiry_fraction=0.5,
         max_data_bytes=500_000,
     )
@@ -205,7 +205,7 @@ def test_the_environment_takes_the_short_text_forms() -> None:
             "ZK_RECIPES_HOSTS": "zk1,zk2:2182",
             "ZK_RECIPES_AUTH": "digest:app:secret, digest:ops:pw",
             "ZK_RECIPES_DEFAULT_ACL": "auth::cdrwa,world:anyone:r",
-            "ZK_RECIPES_READ_ONLY": "yes",
+            "ZK_RECIPES_READ_ONLY": "no",
             "ZK_RECIPES_TLS": "false",
             "ZK_RECIPES_MAX_DATA_BYTES": "4096",
         }
@@ -215,7 +215,7 @@ def test_the_environment_takes_the_short_text_forms() -> None:
         Acl(Perms.ALL, "auth", ""),
         Acl(Perms.READ, "world", "anyone"),
     )
-    assert config.client.read_only is True
+    assert config.client.read_only is False
     assert config.client.tls is None
     assert config.client.max_data_bytes == 4096
     assert (
@@ -407,6 +407,16 @@ def test_an_unreadable_tls_file_fails_when_read(tmp_path: Path) -> None:
     ca.chmod(0)
     with pytest.raises(ConfigurationError, match="cannot read"):
         settings_from_env({"ZK_RECIPES_HOSTS": "zk1", "ZK_RECIPES_TLS": f'{{"ca_file": "{ca}"}}'})
+
+
+def test_read_only_servers_are_refused_with_the_reason() -> None:
+    for spelling in ALL_SPELLINGS:
+        with pytest.raises(ConfigurationError, match="read_only=True is not supported") as info:
+            _read(
+                spelling,
+                {"hosts": "zk1", "read_only": "true" if spelling is Spelling.ENV else True},
+            )
+        assert "cannot be proven" in str(info.value)
 
 
 def test_wrong_types_in_python_configurations() -> None:

@@ -200,7 +200,8 @@ SETTINGS: tuple[Setting, ...] = (
     _client(
         "read_only",
         "bool",
-        "Accept read-only servers (state READ_ONLY). Recipes need a writable server.",
+        "Must stay false: read-only servers are refused, since no hold can be proven on one "
+        "(docs/client.md#read-only-servers).",
         _values.boolean,
         False,
     ),

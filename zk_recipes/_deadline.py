@@ -9,8 +9,23 @@ wait forever.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from zk_recipes._errors import ConfigurationError, WrongTypeError
+
+
+def _boot_time() -> float:
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+#: The clock a session's silence is counted on (simulated expiry): CLOCK_BOOTTIME
+#: where the system has it (Linux). Unlike ``time.monotonic()`` it goes on while the
+#: machine is suspended (a laptop's sleep, some VM pause and restore paths), as the
+#: servers' clocks do: a suspend then counts as silence, as a SIGSTOP does, instead
+#: of leaving a LOST for up to the rest of the session timeout after the resume.
+session_clock: Callable[[], float] = (
+    _boot_time if hasattr(time, "CLOCK_BOOTTIME") else time.monotonic
+)
 
 
 def _checked(timeout: object) -> float:

@@ -173,6 +173,15 @@ class ClientSettings:
             raise ConfigurationError(f"tls must be a zk_recipes.TlsOptions, got {self.tls!r}")
         if not isinstance(self.read_only, bool):
             raise ConfigurationError(f"read_only must be True or False, got {self.read_only!r}")
+        if self.read_only:
+            raise ConfigurationError(
+                "read_only=True is not supported: on a read-only server (one cut off from "
+                "the quorum) a lock, lease or leadership cannot be proven, since its copy of "
+                "the tree is frozen while the quorum may expire the session and give the "
+                "lock to someone else; and kazoo 2.11 cannot read such a server's handshake "
+                "for a session that has seen newer data, so it would never connect there "
+                "anyway. Leave read_only unset: the client waits for a read-write server."
+            )
         fraction = self.simulated_expiry_fraction
         if (
             isinstance(fraction, bool)

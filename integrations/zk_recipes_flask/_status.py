@@ -9,11 +9,9 @@ Health answers at once, without I/O: it reads the state of the client the
 app already has and never waits for a connection. With no client yet (or a
 closed one) it starts one in the background (``start_in_background``) and
 answers 503 ``CONNECTING``; a load balancer's next probe sees the result.
-200 while the state is CONNECTED, RECONNECTED or READ_ONLY
-(``ConnectionState.is_connected``, as ``zk-recipes status`` exits 0): a
-READ_ONLY client exists only where ``ZK_RECIPES_READ_ONLY`` asked for one,
-so reads are what that app needs; the body says READ_ONLY for a monitor
-that wants more. 503 while SUSPENDED (the session may live on, but no
+200 while the state is CONNECTED or RECONNECTED (``ConnectionState.is_connected``,
+as ``zk-recipes status`` exits 0; it would include READ_ONLY, which no client
+reaches: read-only servers are refused). 503 while SUSPENDED (the session may live on, but no
 request can be served), LOST (the session is gone; the client is
 reconnecting with a new one) or before the first connection.
 

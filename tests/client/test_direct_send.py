@@ -13,6 +13,7 @@ clients are checked to keep kazoo's queue in tests/client/test_security.py.
 from __future__ import annotations
 
 import collections
+import signal
 import socket
 import struct
 import threading
@@ -21,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from zk_recipes import ConnectionLostError, ZkClient
+from zk_recipes import ConnectionLostError, Pending, ZkClient, ZnodeStat
+from zk_recipes._client import direct_send, socket_io
 from zk_recipes._client.direct_send import DirectSender
 from zk_recipes._client.kazoo import KazooConnection
 from zk_recipes.testing.pytest_plugin import ClientFactory
@@ -207,3 +209,63 @@ def test_auth_schemes_keep_kazoos_queue(zk_client_factory: ClientFactory) -> Non
     client = zk_client_factory(auth=[("digest", "user:secret")])
     client.create("/authed", b"")
     assert _conn(client).direct_sends == (0, 0)
+
+
+@pytest.mark.parametrize("where", ["before the first byte", "mid-frame"])
+def test_a_signal_handler_that_sends_inside_a_direct_send_waits_its_turn(
+    zk_client_factory: ClientFactory, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A handler's request must neither reach the wire ahead of the interrupted one (out of
+    order xids kill kazoo's thread and the session) nor inside its frame: it queues."""
+    client = zk_client_factory(session_timeout=4.0)
+    client.create("/g1", b"v0")
+    session, epoch = client.session_id, client.loss_epoch
+    from_handler: list[Pending[ZnodeStat | None]] = []
+
+    def handler(signum: int, frame: object) -> None:
+        from_handler.append(client.exists_async("/g1"))
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    real_send_all = socket_io.send_all
+    armed = [True]
+
+    def send_all(sock: socket.socket, data: bytes, timeout: float, *errors: Any) -> None:
+        if not armed[0] or threading.current_thread() is not threading.main_thread():
+            real_send_all(sock, data, timeout, *errors)
+            return
+        armed[0] = False
+        if where == "mid-frame":
+            real_send_all(sock, data[: len(data) // 2], timeout, *errors)
+            data = data[len(data) // 2 :]
+        signal.raise_signal(signal.SIGUSR1)  # the handler runs here, inside our send
+        real_send_all(sock, data, timeout, *errors)
+
+    monkeypatch.setattr(direct_send, "send_all", send_all)
+    try:
+        stat = client.set("/g1", b"A" * 2000)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert stat.version == 1
+    [pending] = from_handler
+    found = pending.result(5)
+    assert found is not None
+    assert found.version == 1  # sent after the set, as it waited its turn
+    assert (client.session_id, client.loss_epoch) == (session, epoch)
+    assert client.get("/g1")[0] == b"A" * 2000
+
+
+def test_an_unexpected_failure_of_kazoo_s_machinery_is_a_connection_loss() -> None:
+    raw = _FailedResult(RuntimeError("xids do not match"))
+    with pytest.raises(ConnectionLostError, match="xids do not match") as raised:
+        Pending(raw, "/g1", lambda value: value).result(1)
+    assert isinstance(raised.value.__cause__, RuntimeError)
+
+
+class _FailedResult:
+    """A kazoo async result that its connection failed with a non-kazoo exception."""
+
+    def __init__(self, exc: Exception) -> None:
+        self._exc = exc
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        raise self._exc

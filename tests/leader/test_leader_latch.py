@@ -13,11 +13,13 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from zk_recipes import (
     CloseMode,
+    ConnectionLostError,
     ConnectionState,
     ErrorPolicy,
     LeaderLatch,
@@ -32,6 +34,7 @@ from zk_recipes.testing import (
     ZooKeeperServer,
     expire_session,
     expire_session_locally,
+    wait_for_children,
     wait_until,
 )
 from zk_recipes.testing.pytest_plugin import ClientFactory
@@ -545,3 +548,41 @@ def test_closing_the_client_ends_leadership_and_wakes_waiters(
     assert not leader.has_leadership()
     leader.close()
     follower.close()
+
+
+def test_a_failed_read_after_entering_leaves_no_orphan_ahead_of_us(
+    zk_client_factory: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The list behind our create is lost, and the re-read fails too (a flapping
+    connection): the node we made is still ours, not a second one queued behind it."""
+    a_client, b_client = zk_client_factory(), zk_client_factory()
+    latch_a = _latch(a_client, "/orphan", "A")
+    queue = latch_a._queue
+    real_enter, real_participants = queue.enter, queue.participants
+    entered = itertools.count(1)
+    listed = itertools.count(1)
+
+    def enter(data: bytes, token: object = None) -> Any:
+        entry, names = real_enter(data)
+        return (entry, None) if next(entered) == 1 else (entry, names)  # the list was lost
+
+    def participants() -> list[str]:
+        if next(listed) == 1:
+            raise ConnectionLostError("connection to ZooKeeper lost (/orphan)")  # lost again
+        return real_participants()
+
+    monkeypatch.setattr(queue, "enter", enter)
+    monkeypatch.setattr(queue, "participants", participants)
+    latch_a.start()
+    assert latch_a.await_leadership(10)
+    latch_b = _latch(b_client, "/orphan", "B").start()
+    wait_for_children(b_client, "/orphan", 2)
+    owners = sorted(
+        stat.ephemeral_owner
+        for name in b_client.get_children("/orphan")
+        if (stat := b_client.exists(f"/orphan/{name}")) is not None
+    )
+    assert owners == sorted([a_client.session_id, b_client.session_id])  # one node each
+    latch_a.close()
+    assert latch_b.await_leadership(10)  # nothing of A's left ahead of B
+    latch_b.close()

@@ -346,6 +346,14 @@ class ZkClient:
         """The ``seq`` of the last StateChange published (0 before the first)."""
         return self._tracker.seq
 
+    def state_snapshot(self) -> tuple[int, ConnectionState | None]:
+        """``(state_seq, state)`` read together: the state as of that change, for recipe authors.
+
+        Reading ``state`` and ``state_seq`` one after the other can pair a
+        state with the seq of a change published in between.
+        """
+        return self._tracker.snapshot()
+
     def earlier_sessions(self) -> set[int]:
         """Sessions this client had before the current one (their nodes are ours, and stale)."""
         return self._tracker.earlier_sessions()

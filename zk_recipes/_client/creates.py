@@ -17,8 +17,14 @@ arguments and hands over absolute paths; everything here can assume them valid.
   expired, CURATOR-498) is deleted, and the next create uses a **fresh** id:
   reusing the prefix would make the following lookup find the dead node
   again, still there until its delete runs, and create a second one of ours
-  (an orphan on our live session). A protected create that gives up leaves a
-  background task that deletes whatever its prefixes may still have made.
+  (an orphan on our live session). The lookup first syncs the parent, so the
+  server that answers has applied every create the leader committed, the
+  unanswered one included: a lagging follower would otherwise say "not
+  there" and a second node of ours would be made. Should two live matches of
+  one prefix exist anyway, the oldest is ours and the others are deleted. A
+  protected create that gives up leaves a background task that deletes
+  whatever its prefixes may still have made, trying until it has looked once
+  (or, for an ephemeral node, until its session is over).
 - **create_and_list** pipelines the create with the parent's children read:
   one round trip for the first step of every queue recipe. Once a node of
   ours exists it never raises: if the list cannot be read it returns None for
@@ -38,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 import warnings
 from collections.abc import Callable
 from typing import NamedTuple, Protocol, TypeVar
@@ -68,6 +75,8 @@ PARENT_ATTEMPTS = 5
 
 #: A reply that did not come: the request may or may not have been applied.
 _UNANSWERED = (ConnectionLostError, ZkTimeoutError, SessionLost)
+#: The longest pause between two tries of a protected create's background cleanup.
+_CLEANUP_BACKOFF_MAX = 5.0
 
 
 class CreateResult(NamedTuple):
@@ -84,6 +93,10 @@ class _Host(Protocol):
     def namespace(self) -> str: ...
     @property
     def session_id(self) -> int: ...
+    @property
+    def is_closed(self) -> bool: ...
+    @property
+    def loss_epoch(self) -> int: ...
     @property
     def _op_timeout(self) -> float: ...
     def _usable(self) -> KazooConnection: ...
@@ -274,7 +287,7 @@ class Creator:
             if tried and not isinstance(exc, (NoNodeError, NodeExistsError)):
                 start_or_defer(
                     "zk-recipes protected cleanup",
-                    lambda: self._delete_protected(parent, list(prefixes)),
+                    lambda: self._delete_protected(parent, list(prefixes), mode),
                 )
             raise
 
@@ -286,23 +299,45 @@ class Creator:
         """
         client = self._client
         stale = False
+        ours: list[tuple[ZnodeStat, str]] = []
         for found in self._find(parent, prefixes):
             stat = client._exists_abs(found)
             if stat is None:
                 continue
             if not mode.is_ephemeral or client.session_epoch(stat.ephemeral_owner) is not None:
-                return CreateResult(client._rel(found), stat)
+                ours.append((stat, found))
+                continue
             # Made by a session that is gone or going (CURATOR-498): not ours to use.
             self._deleter.add(found, -1, stat.ephemeral_owner)
             stale = True
+        if ours:
+            # One create was answered by several nodes (a retry that a lagging server
+            # answered "not there"): the oldest is ours, the rest would be orphans.
+            ours.sort(key=lambda pair: pair[0].czxid)
+            for stat, extra in ours[1:]:
+                log.warning("deleting %s, a second node of one protected create", extra)
+                self._deleter.add(extra, -1, stat.ephemeral_owner)
+            stat, found = ours[0]
+            return CreateResult(client._rel(found), stat)
         if stale:
             prefixes.append(_paths.protected_prefix(_paths.new_protected_id()))
         return None
 
     def _find(self, parent: str, prefixes: list[str]) -> list[str]:
+        """Children of ``parent`` with one of ``prefixes``, as the leader has them.
+
+        The sync makes the answering server catch up with the leader first (a
+        follower may lag behind a create whose reply we lost); both go in one
+        round trip, answered in order.
+        """
         client = self._client
+        conn = client._usable()
+        synced = conn.sync_async(parent)
+        listed = conn.get_children_async(parent)
+        with contextlib.suppress(NoNodeError):
+            synced.result(client._op_timeout)
         try:
-            children = client._usable().get_children_async(parent).result(client._op_timeout)
+            children = listed.result(client._op_timeout)
         except NoNodeError:
             return []
         return [
@@ -311,18 +346,28 @@ class Creator:
             if any(child.startswith(prefix) for prefix in prefixes)
         ]
 
-    def _delete_protected(self, parent: str, prefixes: list[str]) -> None:
-        """Background: delete what a failed protected create may have left."""
+    def _delete_protected(self, parent: str, prefixes: list[str], mode: CreateMode) -> None:
+        """Background: delete what a failed protected create may have left.
+
+        Tried until one synced look succeeds: a long leader election, which the
+        session survives, must not leave a committed node of ours behind. An
+        ephemeral node goes with its session, so the search ends with it.
+        """
         client = self._client
-        if not client._wait_usable(self._session_timeout):
-            return
-        try:
-            found = self._find(parent, prefixes)
-        except Exception:
-            log.debug("protected cleanup under %s could not list", parent, exc_info=True)
-            return
-        for path in found:
-            self._deleter.add(path, -1, 0)
+        epoch = client.loss_epoch
+        delay = 0.1
+        while not client.is_closed and not (mode.is_ephemeral and client.loss_epoch != epoch):
+            if client._wait_usable(self._session_timeout):
+                try:
+                    found = self._find(parent, prefixes)
+                except Exception:
+                    log.debug("protected cleanup under %s could not list", parent, exc_info=True)
+                else:
+                    for path in found:
+                        self._deleter.add(path, -1, 0)
+                    return
+            time.sleep(delay)
+            delay = min(delay * 2, _CLEANUP_BACKOFF_MAX)
 
     # -- create + list ---------------------------------------------------
     def create_and_list(

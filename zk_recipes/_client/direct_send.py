@@ -23,7 +23,11 @@ How it stays correct, the rules that KazooConnection wires in:
   successful handshake and taken away, under ``lock``, before kazoo fails the
   pending requests of a dropped connection and when the connection attempt
   ends. A send that meets no socket falls back to kazoo's queue, which
-  knows how to wait for the next connection.
+  knows how to wait for the next connection. A write that waits on a full
+  socket does so no longer than kazoo waits between pings (kazoo's thread
+  needs ``lock`` to ping), and a connection that ends shuts the socket down
+  first (``abort``, without the lock), so such a write fails at once and
+  kazoo's SUSPENDED is not held up behind it.
 - **A failed write breaks the connection.** A frame may be half written, so
   nothing more can follow it: the socket is shut down, kazoo's thread sees
   the drop at once and fails every pending request, this one included, with
@@ -31,6 +35,13 @@ How it stays correct, the rules that KazooConnection wires in:
   lost in a drop). A send interrupted anywhere between its xid and its last
   byte (a signal handler that raises, an asynchronous exception) breaks the
   connection the same way, then lets the interruption go on up.
+- **No send inside a send.** A signal handler runs between two bytecodes of
+  the thread it interrupts, so it may run inside a direct send, after its xid
+  and before its last byte. A request the handler makes must not write a
+  frame of its own there (its xid would reach the wire ahead of the
+  interrupted one, or its bytes inside the interrupted frame): a send from
+  the thread that is writing goes through kazoo's queue, which the connection
+  thread writes once the interrupted send has let go of ``lock``.
 
 Not used with TLS, SASL or auth schemes (KazooConnection never gives a
 socket then): those keep kazoo's path, which handles renegotiation and the
@@ -43,11 +54,11 @@ import contextlib
 import socket
 import struct
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from zk_recipes._client.socket_io import send_all
+from zk_recipes._deadline import session_clock
 
 _INT = struct.Struct("!i")
 
@@ -89,6 +100,8 @@ class DirectSender:
         self._on_sent = on_sent
         self._socket: socket.socket | None = None
         self._timeout = 0.0
+        #: The thread writing a direct send now (its ident), while it holds ``lock``.
+        self._writer: int | None = None
         #: Requests written directly, and writes that failed (for tests and benchmarks).
         self.sent = 0
         self.failed = 0
@@ -104,6 +117,17 @@ class DirectSender:
         with self.lock:
             self._socket = None
 
+    def abort(self) -> None:
+        """Shut the socket down without the lock: a write stuck on it fails at once.
+
+        For a connection that is ending anyway (kazoo is about to fail what is
+        pending): the writer may hold ``lock`` for as long as its timeout.
+        """
+        sock = self._socket
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
     @property
     def is_open(self) -> bool:
         return self._socket is not None
@@ -116,18 +140,23 @@ class DirectSender:
         """
         if self._socket is None:
             return False
+        me = threading.get_ident()
+        if self._writer == me:
+            return False  # a signal handler inside our own send: kazoo's queue (module note)
         body = request.serialize()  # a request that cannot be serialized raises here: nothing sent
         with self.lock:
             sock = self._socket
             if sock is None or self._queue():
                 return False
+            self._writer = me
             try:
                 xid = self._next_xid()
                 packet = _INT.pack(len(body) + 8) + _INT.pack(xid) + _INT.pack(request.type) + body
-                self._on_sent(xid, time.monotonic())
+                self._on_sent(xid, session_clock())
                 self._pending().append((request, result, xid))
                 send_all(sock, packet, self._timeout, _WriteTimedOut, _PeerClosed)
-            except (OSError, _WriteTimedOut, _PeerClosed):
+            except (OSError, ValueError, _WriteTimedOut, _PeerClosed):
+                # ValueError: the socket was closed under us (kazoo's thread ended).
                 self._break(sock)  # the drop fails the request: the caller reads that
             except BaseException:
                 # Interrupted (a signal handler or an asynchronous exception raised in
@@ -137,6 +166,8 @@ class DirectSender:
                 raise
             else:
                 self.sent += 1
+            finally:
+                self._writer = None
         return True
 
     def _break(self, sock: socket.socket) -> None:

@@ -38,10 +38,10 @@ second kazoo importer.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import socket
-import time
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
@@ -73,6 +73,7 @@ from zk_recipes import _errors as errors
 from zk_recipes._client.direct_send import DirectSender
 from zk_recipes._client.poll_select import poll_select
 from zk_recipes._client.socket_io import read_exactly, send_all
+from zk_recipes._deadline import session_clock
 from zk_recipes._settings import ClientSettings
 from zk_recipes._types import (
     OPEN_ACL_UNSAFE,
@@ -230,11 +231,18 @@ class Pending(Generic[T]):
         stopped = conn is None or conn.stopping
         # Once per request: a try, not a context manager.
         try:
-            return self._convert(self._raw.get(block=True, timeout=timeout))
+            raw = self._raw.get(block=True, timeout=timeout)
         except errors.ZkRecipesError:
             raise
         except (kz_exc.KazooException, KazooTimeoutError) as exc:
             raise translate(exc, self._path, stopped=stopped) from exc
+        except Exception as exc:
+            # kazoo's own machinery failed the request (its connection thread died on
+            # a reply it did not expect, say): its fate is unknown, as after a drop.
+            raise errors.ConnectionLostError(
+                f"the connection failed this request ({self._path}): {exc!r}"
+            ) from exc
+        return self._convert(raw)
 
     def done(self) -> bool:
         return bool(self._raw.ready())
@@ -341,13 +349,16 @@ class KazooConnection:
         # One poll(2) per wait instead of an epoll object per call (poll_select's docstring).
         self._kz.handler.select = poll_select
         self._acl = _kazoo_acl(settings.default_acl or OPEN_ACL_UNSAFE)
-        #: Send time of the newest request or ping whose reply arrived (see the module note).
-        self.last_heard = time.monotonic()
+        #: Send time of the newest request or ping whose reply arrived (see the module
+        #: note), on ``session_clock`` (it counts a suspended machine's sleep too).
+        self.last_heard = session_clock()
         self.negotiated_timeout: float | None = None
         #: True once stop() was called (by us): kazoo's CLOSED is then expected.
         self.stopping = False
         self._sent: dict[int, float] = {}  # xid -> send time, until its reply is read
-        self._ping_sent = 0.0
+        #: Send times of the pings not answered yet, oldest first: the server answers
+        #: them in order, so each reply proves the oldest one (never a newer one).
+        self._pings: collections.deque[float] = collections.deque()
         self._connect_from: tuple[float, int | None] = (self.last_heard, None)
         # Callers write their own requests while nothing is queued (direct_send's
         # docstring); TLS, SASL, auth schemes and read-only mode keep kazoo's path.
@@ -384,9 +395,9 @@ class KazooConnection:
         sent = self._sent
 
         def _submit(request: Any, timeout: float, xid: int | None = None) -> Any:
-            now = time.monotonic()
+            now = session_clock()
             if xid == PING_XID:
-                self._ping_sent = now
+                self._pings.append(now)
             elif xid is not None and xid > 0:
                 sent[xid] = now
             return submit(request, timeout, xid)
@@ -397,7 +408,8 @@ class KazooConnection:
             # request: watch events (WATCH_XID) and auth packets prove nothing.
             xid = header[0].xid
             if xid == PING_XID:
-                self._heard(self._ping_sent)
+                if self._pings:
+                    self._heard(self._pings.popleft())
             elif xid > 0:
                 at = sent.pop(xid, None)
                 if at is not None:
@@ -407,7 +419,8 @@ class KazooConnection:
         def _connect(host: str, hostip: str, port: int) -> Any:
             direct.close()
             sent.clear()  # xids restart at 1 on every connection
-            self._connect_from = (time.monotonic(), self._kz._session_id)
+            self._pings.clear()  # and the old connection's pings are answered by nobody
+            self._connect_from = (session_clock(), self._kz._session_id)
             read_timeout, connect_timeout = connect(host, hostip, port)
             sent.clear()  # the handshake's own xids (SASL) are not requests of ours
             return read_timeout, connect_timeout
@@ -428,7 +441,11 @@ class KazooConnection:
                 self.negotiated_timeout = reply.time_out / 1000.0
                 sock = conn._socket
                 if self._direct_allowed and not reply.read_only and type(sock) is socket.socket:
-                    direct.open(sock, reply.time_out / len(self._kz.hosts) / 1000.0)
+                    # A write may wait for a full socket no longer than kazoo waits
+                    # between pings (a third of the timeout), nor than its own connect
+                    # timeout: kazoo's thread needs the senders' lock to ping.
+                    connect_timeout = reply.time_out / len(self._kz.hosts)
+                    direct.open(sock, min(connect_timeout, reply.time_out / 3) / 1000.0)
             return result
 
         def _send_request(read_timeout: float, connect_timeout: float) -> Any:
@@ -446,6 +463,10 @@ class KazooConnection:
                 direct.close()
 
         def _notify_pending(state: Any) -> None:
+            # A direct write stuck on a full socket holds the lock: shut the socket
+            # first, without it, so that write fails at once and kazoo goes on to
+            # SUSPENDED now, not when the write's timeout ends.
+            direct.abort()
             with direct.lock:
                 direct.close()
                 notify_pending(state)
@@ -521,7 +542,7 @@ class KazooConnection:
             # a later request, whose reply moves the clock again. Counting from
             # the (possibly long) handshake's start, or from the old session's
             # silence, would only declare a fresh, healthy session LOST.
-            self.last_heard = time.monotonic()
+            self.last_heard = session_clock()
 
     def _heard(self, sent_at: float) -> None:
         if sent_at > self.last_heard:

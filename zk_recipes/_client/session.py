@@ -58,6 +58,7 @@ from collections.abc import Callable
 from zk_recipes import _metrics
 from zk_recipes._client.kazoo import KazooConnection
 from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateChange
+from zk_recipes._deadline import session_clock
 from zk_recipes._logfields import fields
 from zk_recipes._settings import ClientSettings
 from zk_recipes._threads import (
@@ -69,6 +70,9 @@ from zk_recipes._threads import (
 )
 
 log = logging.getLogger("zk_recipes.client")
+
+#: The longest the watchdog waits between two looks at the silence (seconds).
+_LONGEST_WAIT = 0.25
 
 #: ``on_connection_ended(conn, why)``: kazoo's connection thread for ``conn`` ended by itself.
 ConnectionEnded = Callable[[KazooConnection, str], None]
@@ -131,6 +135,11 @@ class SessionTracker:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def snapshot(self) -> tuple[int, ConnectionState | None]:
+        """(seq, state) of the last change published, read together under the lock."""
+        with self._changed:
+            return self.seq, self.state
 
     def earlier_sessions(self) -> set[int]:
         """Sessions this client had before the current one (their nodes are ours, and stale)."""
@@ -312,9 +321,11 @@ class SessionTracker:
         limit = fraction * (conn.negotiated_timeout or self._settings.session_timeout)
         if self.state is None or self.state is ConnectionState.LOST:
             return limit / 4
-        silent = time.monotonic() - conn.last_heard
+        silent = session_clock() - conn.last_heard
         if silent < limit:
-            return limit - silent + 0.005
+            # The wait itself runs on time.monotonic(), which a suspended machine's
+            # sleep stops: short waits bound how late the watchdog looks after a resume.
+            return min(limit - silent + 0.005, _LONGEST_WAIT)
         session_id = self.session_id
         client_id = conn.client_id
         if client_id is not None:

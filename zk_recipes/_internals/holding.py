@@ -95,9 +95,15 @@ def hold_fields(
 
 
 def taken_now(client: ZkClient) -> tuple[int, bool]:
-    """``(seq, in_doubt)`` for a hold taken now (one taken while SUSPENDED is in doubt)."""
-    state = client.state
-    return client.state_seq, state is None or not state.is_connected
+    """``(seq, in_doubt)`` for a hold taken now (one taken while SUSPENDED is in doubt).
+
+    One snapshot: a SUSPENDED published between reading the state and reading
+    the seq would give a hold that is not in doubt with that SUSPENDED's seq,
+    which ``apply_change`` then skips as older than the hold; the doubt would
+    never be recorded, nor verified on RECONNECTED.
+    """
+    seq, state = client.state_snapshot()
+    return seq, state is None or not state.is_connected
 
 
 def is_valid(client: ZkClient, hold: Hold) -> bool:
@@ -107,11 +113,11 @@ def is_valid(client: ZkClient, hold: Hold) -> bool:
 
 
 def is_sure(client: ZkClient, hold: Hold) -> bool:
-    """Held for sure: still ours, connected, and not in doubt since a SUSPENDED."""
+    """Held for sure: still ours, connected to a read-write server, not in doubt."""
     if hold.in_doubt or not is_valid(client, hold):
         return False
     state = client.state
-    return state is not None and state.is_connected
+    return state is not None and state.is_connected and state is not ConnectionState.READ_ONLY
 
 
 def is_in_doubt(client: ZkClient, hold: Hold) -> bool:
@@ -127,7 +133,9 @@ def apply_change(client: ZkClient, hold: Hold, change: StateChange) -> bool:
         return False  # decided before the hold was taken
     if change.state.ends_session or not is_valid(client, hold):
         return True
-    if change.state is ConnectionState.SUSPENDED:
+    if change.state in (ConnectionState.SUSPENDED, ConnectionState.READ_ONLY):
+        # A read-only server's tree is frozen while the quorum may expire our session:
+        # what it says of our node proves nothing, so a hold stays in doubt there.
         hold.in_doubt = True
         return False
     if change.state.is_connected:

@@ -469,8 +469,9 @@ class LeaderLatch:
         names: list[str] | None
         if entry is None:
             entry, names = self._queue.enter(self._data)
-            if names is None:
-                names = self._queue.participants()
+            # Ours from this moment, before anything else can fail: a node we made
+            # and forgot would queue ahead of our next one, and once it is first
+            # nobody would lead for as long as our session lives.
             with self._lock:
                 closed = not self._life.started
                 if not closed:
@@ -479,11 +480,18 @@ class LeaderLatch:
             if closed:
                 self._queue.leave(entry)
                 return False
+            if names is None:  # the list behind the create was lost: read it (a failure
+                names = self._queue.participants()  # leaves the entry, the next step re-reads)
         else:
             with self._lock:
                 shortcut = self._head_gone
                 self._head_gone = False
             names = None if shortcut else self._queue.participants()
+            if names is not None:
+                with self._lock:
+                    if self._head_gone:  # the head went while we read: the list is stale
+                        self._head_gone = False
+                        names = None
         if names is None:
             index = 0  # the head we waited behind is gone: we are first
         elif entry.name not in names:
@@ -527,12 +535,14 @@ class LeaderLatch:
         return True
 
     def _lead(self, entry: Entry) -> bool:
+        """First in line: verify our node, then lead on it (verify first, publish after).
+
+        Read with a watch kept while we lead: deleted by someone means we no
+        longer do. A term already declared by the head-deleted shortcut
+        (``_on_predecessor``, decided from the list our node was in) is checked
+        the same way.
+        """
         client = self.client
-        if not self._declare(entry):
-            # Closed or replaced: the loop ends or moves on. Other session, or
-            # LOST: the next step resets or waits for the connection.
-            return self._life.started and self._entry is entry
-        # Watch our node while we lead: deleted by someone means we no longer do.
         try:
             _, stat = client.get_async(entry.path, watch=self._on_own_node).result(
                 client.settings.connection_timeout
@@ -543,6 +553,10 @@ class LeaderLatch:
         if stat.ephemeral_owner != entry.session_id or not is_live(client, entry):
             self._reset(entry, f"our node belongs to session {stat.ephemeral_owner:#x}")
             return True
+        if not self._declare(entry):
+            # Closed or replaced: the loop ends or moves on. Other session, or
+            # LOST: the next step resets or waits for the connection.
+            return self._life.started and self._entry is entry
         return False
 
     def _reset(self, entry: Entry, why: str) -> None:
