@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="zk-chaos-") as scratch:
         run_dir = args.keep if args.keep is not None else Path(scratch)
         _say("starting a 3-node ensemble")
-        with ZooKeeperCluster(size=3) as cluster:
+        with ZooKeeperCluster(size=3, quorum_proxies=True) as cluster:
             with ZkClient(cluster.connect_string, connection_timeout=30.0) as admin:
                 admin.create(namespace, parents=True)
             report = run_chaos(cluster, namespace, run_dir, config, log=_say)

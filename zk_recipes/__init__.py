@@ -125,6 +125,7 @@ from zk_recipes._leader.latch import (
     LeaderLatch as LeaderLatch,
     LeaderLatchListener as LeaderLatchListener,
     LeaderLatchStatistics as LeaderLatchStatistics,
+    LeadershipDecision as LeadershipDecision,
 )
 from zk_recipes._leader.participants import (
     ErrorPolicy as ErrorPolicy,
@@ -236,6 +237,7 @@ __all__ = [
     "LeaderSelector",
     "LeaderSelectorStatistics",
     "LeadershipContext",
+    "LeadershipDecision",
     "Lease",
     "Lock",
     "LockLike",

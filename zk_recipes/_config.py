@@ -208,8 +208,9 @@ SETTINGS: tuple[Setting, ...] = (
     _client(
         "simulated_expiry_fraction",
         "float in (0, 1]",
-        "After this share of the negotiated session timeout without a reply, the client "
-        "declares the session LOST by itself, before the server can expire it.",
+        "After this share of the negotiated session timeout without proof that the quorum "
+        "heard it, the client declares the session LOST by itself, before the leader can "
+        "expire it (docs/client.md#simulated-expiry).",
         _values.fraction,
         0.66,
     ),

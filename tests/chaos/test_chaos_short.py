@@ -12,10 +12,12 @@ process cannot know.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from zk_recipes import ZkClient
 from zk_recipes.testing import ZooKeeperCluster
 
 from .chaosrun.config import FAULT_KINDS, OVERLAP_KINDS, ChaosConfig
@@ -24,10 +26,20 @@ from .chaosrun.run import render, run_chaos
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
 
+@pytest.fixture(scope="module")
+def proxied_cluster() -> Iterator[ZooKeeperCluster]:
+    """An ensemble whose members reach each other through proxies (isolate_follower)."""
+    with ZooKeeperCluster(size=3, quorum_proxies=True) as cluster:
+        yield cluster
+
+
 @pytest.mark.timeout(600)
-def test_chaos_short(zk_cluster: ZooKeeperCluster, zk_namespace: str, tmp_path: Path) -> None:
+def test_chaos_short(proxied_cluster: ZooKeeperCluster, tmp_path: Path) -> None:
+    namespace = "/chaos-short"
+    with ZkClient(proxied_cluster.connect_string, connection_timeout=30.0) as admin:
+        admin.create(namespace, parents=True)
     config = ChaosConfig(duration=25.0, workers=8, seed=20261122)
-    report = run_chaos(zk_cluster, zk_namespace, tmp_path / "chaos", config)
+    report = run_chaos(proxied_cluster, namespace, tmp_path / "chaos", config)
     shown = render(report)
     locks, leadership = report["locks"], report["leadership"]
 

@@ -53,7 +53,7 @@ class Rig:
             pending=lambda: self.pending,
             queue=lambda: self.queue,
             next_xid=self._next,
-            on_sent=self.sent_at.__setitem__,
+            on_sent=lambda xid, kind, at: self.sent_at.__setitem__(xid, at),
         )
         self.sender.open(self.ours, 1.0)
 

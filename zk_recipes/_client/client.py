@@ -346,6 +346,11 @@ class ZkClient:
         """The ``seq`` of the last StateChange published (0 before the first)."""
         return self._tracker.seq
 
+    @property
+    def state_changed_at(self) -> float:
+        """``time.monotonic()`` when the last state change was decided (its StateChange.at)."""
+        return self._tracker.changed_at
+
     def state_snapshot(self) -> tuple[int, ConnectionState | None]:
         """``(state_seq, state)`` read together: the state as of that change, for recipe authors.
 

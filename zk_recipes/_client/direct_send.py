@@ -87,7 +87,7 @@ class DirectSender:
         pending: Callable[[], Any],
         queue: Callable[[], Any],
         next_xid: Callable[[], int],
-        on_sent: Callable[[int, float], None],
+        on_sent: Callable[[int, int, float], None],
     ) -> None:
         #: Held by every writer of this connection, kazoo's thread included. Reentrant:
         #: kazoo may run a result's callbacks inline while failing pending requests.
@@ -152,7 +152,7 @@ class DirectSender:
             try:
                 xid = self._next_xid()
                 packet = _INT.pack(len(body) + 8) + _INT.pack(xid) + _INT.pack(request.type) + body
-                self._on_sent(xid, session_clock())
+                self._on_sent(xid, request.type, session_clock())
                 self._pending().append((request, result, xid))
                 send_all(sock, packet, self._timeout, _WriteTimedOut, _PeerClosed)
             except (OSError, ValueError, _WriteTimedOut, _PeerClosed):

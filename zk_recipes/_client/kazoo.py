@@ -8,16 +8,20 @@ What it adds to kazoo:
 
 - CONTAINER and TTL creates (opcodes 19 and 21, flags 4/5/6), which kazoo
   2.11 cannot send. Both answer with a Create2Response (path + stat).
-- **Proof that the server heard us**, for the client's simulated expiry
+- **Proof that the quorum heard us**, for the client's simulated expiry
   (_client/session.py). ``last_heard`` is the *send* time of the newest
-  request (or ping) whose reply has arrived: the server received that packet
-  no earlier than we sent it, so it has heard from us since then at least.
-  Nothing else moves it: not a watch notification, not an auth packet, not
-  the mere arrival of bytes. A notification only shows that the server can
-  reach us; under a one-way partition (our packets dropped, the server's
-  delivered) it keeps arriving while the server stops hearing us and expires
-  the session. The send time of each request is kept by xid, from
-  ``_submit`` until its reply's header is read.
+  request whose reply proves the ensemble's leader handled it: a write or a
+  sync, which a follower must forward to the leader (and a resumed session's
+  handshake, which the leader revalidates). The leader received such a
+  request no earlier than we sent it, from a follower that was in touch with
+  it, so it heard of our session since then. Nothing else moves it: not a
+  read or a ping, which a follower answers alone (a follower cut off from the
+  quorum keeps answering them for ``syncLimit * tickTime`` while the leader
+  expires our session), not a watch notification (under a one-way partition
+  it keeps arriving while the server stops hearing us), not an auth packet.
+  ``prove()`` sends a sync when nothing has proved the session lately (the
+  session watchdog asks for it). The send time of each such request is kept
+  by xid, from ``_submit`` until its reply's header is read.
 - The negotiated session timeout, read from the handshake's reply (kazoo
   keeps only derived timeouts, and tells CONNECTED before it returns them).
 - ``abandon_session()`` / ``expire_now()``: make kazoo build a brand-new
@@ -38,7 +42,6 @@ second kazoo importer.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import logging
 import socket
@@ -50,7 +53,7 @@ import kazoo.exceptions as kz_exc
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionDropped
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.connection import _SESSION_EXPIRED, PING_XID
+from kazoo.protocol.connection import _SESSION_EXPIRED
 from kazoo.protocol.serialization import (
     CheckVersion,
     Connect,
@@ -60,6 +63,8 @@ from kazoo.protocol.serialization import (
     Exists,
     GetChildren,
     GetData,
+    Reconfig,
+    SetACL,
     SetData,
     Sync,
     Transaction,
@@ -121,6 +126,24 @@ def _stat(raw: Any) -> ZnodeStat:
 #: Requests kazoo may hold queued while disconnected (see KazooConnection._admit); a
 #: socket pair holds a few hundred 1-byte wake-ups before a writer blocks.
 _MAX_QUEUED_DISCONNECTED = 128
+
+
+#: Requests whose reply proves the ensemble's leader handled them: writes and syncs,
+#: which a follower forwards to the leader. Reads and pings a follower answers alone.
+_THROUGH_THE_LEADER = frozenset(
+    {
+        Create.type,
+        Create2.type,
+        Delete.type,
+        SetData.type,
+        SetACL.type,
+        Sync.type,
+        Transaction.type,
+        Reconfig.type,
+        19,  # createContainer (_CreateContainer)
+        21,  # createTTL (_CreateTTL)
+    }
+)
 
 
 class _CreateContainer(namedtuple("_CreateContainer", "path data acl flags")):
@@ -356,9 +379,10 @@ class KazooConnection:
         #: True once stop() was called (by us): kazoo's CLOSED is then expected.
         self.stopping = False
         self._sent: dict[int, float] = {}  # xid -> send time, until its reply is read
-        #: Send times of the pings not answered yet, oldest first: the server answers
-        #: them in order, so each reply proves the oldest one (never a newer one).
-        self._pings: collections.deque[float] = collections.deque()
+        #: The sync ``prove()`` sent that is not answered yet (one at a time).
+        self._proving: Any = None
+        #: Syncs sent by ``prove()`` so far (benchmarks subtract them from server counts).
+        self.proof_syncs = 0
         self._connect_from: tuple[float, int | None] = (self.last_heard, None)
         # Callers write their own requests while nothing is queued (direct_send's
         # docstring); TLS, SASL, auth schemes and read-only mode keep kazoo's path.
@@ -366,7 +390,7 @@ class KazooConnection:
             pending=lambda: self._kz._pending,
             queue=lambda: self._kz._queue,
             next_xid=self._next_xid,
-            on_sent=self._sent.__setitem__,
+            on_sent=self._on_direct_send,
         )
         self._direct_allowed = (
             tls is None and not settings.sasl and not settings.auth and not settings.read_only
@@ -395,22 +419,17 @@ class KazooConnection:
         sent = self._sent
 
         def _submit(request: Any, timeout: float, xid: int | None = None) -> Any:
-            now = session_clock()
-            if xid == PING_XID:
-                self._pings.append(now)
-            elif xid is not None and xid > 0:
-                sent[xid] = now
+            if xid is not None and xid > 0 and request.type in _THROUGH_THE_LEADER:
+                sent[xid] = session_clock()
             return submit(request, timeout, xid)
 
         def _read_header(timeout: float) -> Any:
             header = read_header(timeout)
-            # Only a reply proves the server heard us, as of when we sent the
-            # request: watch events (WATCH_XID) and auth packets prove nothing.
+            # Only the reply to a request that went through the leader proves the
+            # quorum heard us, as of when we sent it: pings, reads, watch events
+            # (WATCH_XID) and auth packets prove nothing (the module note).
             xid = header[0].xid
-            if xid == PING_XID:
-                if self._pings:
-                    self._heard(self._pings.popleft())
-            elif xid > 0:
+            if xid > 0:
                 at = sent.pop(xid, None)
                 if at is not None:
                     self._heard(at)
@@ -419,7 +438,7 @@ class KazooConnection:
         def _connect(host: str, hostip: str, port: int) -> Any:
             direct.close()
             sent.clear()  # xids restart at 1 on every connection
-            self._pings.clear()  # and the old connection's pings are answered by nobody
+            self._proving = None  # a sync of the old connection is answered by nobody
             self._connect_from = (session_clock(), self._kz._session_id)
             read_timeout, connect_timeout = connect(host, hostip, port)
             sent.clear()  # the handshake's own xids (SASL) are not requests of ours
@@ -524,6 +543,32 @@ class KazooConnection:
         xid: int = (conn._xid % 2147483647) + 1
         conn._xid = xid
         return xid
+
+    def _on_direct_send(self, xid: int, kind: int, at: float) -> None:
+        if kind in _THROUGH_THE_LEADER:
+            self._sent[xid] = at
+
+    def prove(self) -> None:
+        """Send a sync (through kazoo's queue), unless one is in flight: its reply proves
+        the quorum heard us (the module note). Never blocks the caller."""
+        if self._proving is not None:
+            return
+        raw = self._kz.handler.async_result()
+        self._proving = raw
+        self.proof_syncs += 1
+
+        def answered(_raw: Any) -> None:
+            if self._proving is raw:
+                self._proving = None
+
+        raw.rawlink(answered)
+        try:
+            self._admit("/")
+            sent = self._kz._call(Sync("/"), raw)
+        except Exception:  # not connected, or the queue is full: the next turn tries again
+            sent = False
+        if sent is False:
+            self._proving = None
 
     @property
     def direct_sends(self) -> tuple[int, int]:

@@ -21,12 +21,15 @@ partition may be never.
 **Simulated expiry.** kazoo stays SUSPENDED through a whole partition and
 says LOST only once it reaches a server again, long after the server has
 expired the session and handed our locks to someone else. A watchdog thread
-counts from the last moment the server provably heard us — the send time of
-the newest request or ping whose reply arrived (``KazooConnection.last_heard``;
-never a watch notification, which only shows that the server can reach us)
+counts from the last moment the quorum provably heard us — the send time of
+the newest write or sync whose reply arrived (``KazooConnection.last_heard``;
+never a read or ping, which a follower cut from the quorum answers alone,
+nor a watch notification, which only shows that the server can reach us)
 — and declares LOST once ``simulated_expiry_fraction`` of the negotiated
-session timeout has passed since. The server cannot expire the session
-before a full timeout after it last heard us, so the LOST is told first. The
+session timeout has passed since. An idle session is proved by a sync the
+watchdog asks for after ``_PROVE_AFTER`` of the timeout. The leader cannot
+expire the session before a full timeout after it last heard of it, so the
+LOST is told first, under the server settings docs/client.md states. The
 session is then abandoned: kazoo builds a new one (and is told to drop the
 old one again should it manage to resume it), and once the server is
 reachable the old session is closed on the server, so its ephemeral nodes go
@@ -36,10 +39,9 @@ at once instead of at its expiry.
 hand-off to listeners) is made under the tracker's lock and finished before
 anything is logged: log records go to the log writer thread (``say``), after
 the lock is released, so a log stream that blocks can delay neither a LOST
-nor the next decision. The watchdog's loop is guarded: an error in a turn is
-reported and the next turn runs, and each turn restarts the threads that
-could not be started before (``retry_deferred``), so thread exhaustion
-during an outage wedges no listener for good.
+nor the next decision. The watchdog's turns are guarded (an error is reported,
+the next turn runs) and restart the threads that could not start before
+(``retry_deferred``): thread exhaustion wedges no listener for good.
 
 **A connection that ends by itself.** kazoo's connection thread stops for
 good on AUTH_FAILED or an unexpected exception. The tracker then publishes
@@ -73,6 +75,9 @@ log = logging.getLogger("zk_recipes.client")
 
 #: The longest the watchdog waits between two looks at the silence (seconds).
 _LONGEST_WAIT = 0.25
+#: Share of the session timeout after which, with nothing proved since, the watchdog has
+#: the connection send a sync: the gap between two proofs of an idle session (docs/client.md).
+_PROVE_AFTER = 1 / 6
 
 #: ``on_connection_ended(conn, why)``: kazoo's connection thread for ``conn`` ended by itself.
 ConnectionEnded = Callable[[KazooConnection, str], None]
@@ -100,6 +105,8 @@ class SessionTracker:
         self.epoch = 0
         #: Changes published so far (StateChange.seq of the last one).
         self.seq = 0
+        #: ``time.monotonic()`` of the last change published (its StateChange.at).
+        self.changed_at = 0.0
         #: Sessions given up by simulated expiry, still to be closed on the server.
         self._abandoned: list[tuple[int, bytes]] = []
         self._abandoned_ids: set[int] = set()
@@ -193,8 +200,9 @@ class SessionTracker:
             self.epoch += 1
         self.seq += 1
         self.state = state
+        self.changed_at = time.monotonic()
         self._changed.notify_all()
-        change = StateChange(state, session_id, time.monotonic(), simulated, self.seq)
+        change = StateChange(state, session_id, self.changed_at, simulated, self.seq)
         _count(lambda sink: sink.state_changed(state.name))
         try:
             self._listeners.publish(change)  # queues only: a thread that cannot start is put off
@@ -279,9 +287,10 @@ class SessionTracker:
         with self._changed:
             while not self._closed:
                 talk: list[Callable[[], None]] = []
+                prove: list[KazooConnection] = []
                 wait: float | None
                 try:
-                    wait = self._turn(talk)
+                    wait = self._turn(talk, prove)
                 except Exception as exc:
                     talk.append(
                         functools.partial(log.error, "the session watchdog's turn failed: %r", exc)
@@ -303,29 +312,42 @@ class SessionTracker:
                             *report,
                         )
                     )
-                if talk:
+                if talk or prove:
                     self._changed.release()
                     try:
+                        for conn in prove:
+                            conn.prove()  # queues a sync: never blocks
                         _talk(talk)
                     finally:
                         self._changed.acquire()
-                    continue
+                    if talk:
+                        continue
                 self._changed.wait(wait)
 
-    def _turn(self, talk: list[Callable[[], None]]) -> float | None:
-        """One look at the silence, under the lock: seconds to wait next, None to stop."""
+    def _turn(self, talk: list[Callable[[], None]], prove: list[KazooConnection]) -> float | None:
+        """One look at the silence, under the lock: seconds to wait next, None to stop.
+
+        Asks for a proof (a sync, through ``prove``) when nothing has proved the
+        session for ``_PROVE_AFTER`` of its timeout: an idle client's pings and
+        reads prove nothing (a follower cut from the quorum answers them).
+        """
         conn = self._conn
         if conn is None:
             return None  # only close() clears it (the watchdog starts with attach())
         fraction = self._settings.simulated_expiry_fraction
-        limit = fraction * (conn.negotiated_timeout or self._settings.session_timeout)
+        timeout = conn.negotiated_timeout or self._settings.session_timeout
+        limit = fraction * timeout
         if self.state is None or self.state is ConnectionState.LOST:
             return limit / 4
         silent = session_clock() - conn.last_heard
         if silent < limit:
+            prove_after = _PROVE_AFTER * timeout
+            if silent >= prove_after and self.state.is_connected:
+                prove.append(conn)  # one sync in flight at most (KazooConnection.prove)
             # The wait itself runs on time.monotonic(), which a suspended machine's
             # sleep stops: short waits bound how late the watchdog looks after a resume.
-            return min(limit - silent + 0.005, _LONGEST_WAIT)
+            next_look = limit - silent if silent >= prove_after else prove_after - silent
+            return min(next_look + 0.005, _LONGEST_WAIT)
         session_id = self.session_id
         client_id = conn.client_id
         if client_id is not None:
@@ -340,14 +362,13 @@ class SessionTracker:
         namespace = self._settings.namespace or "/"
         talk.append(
             lambda: log.warning(
-                "no reply from ZooKeeper to anything sent in the last %.2f s: the server "
-                "cannot have heard from us for %.2f s (%.0f%% of the %.2f s session "
-                "timeout); declaring session %#x LOST",
-                silent,
+                "nothing proves the ZooKeeper quorum heard of session %#x for %.2f s (no "
+                "write or sync sent since then was answered; %.0f%% of the %.2f s session "
+                "timeout): declaring it LOST",
+                session_id,
                 silent,
                 fraction * 100,
                 limit / fraction,
-                session_id,
                 extra=fields(
                     "client.simulated_expiry",
                     session_id=session_id,

@@ -48,9 +48,11 @@ import collections
 import contextlib
 import dataclasses
 import enum
+import functools
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Protocol, final
 
 from zk_recipes import _metrics, _paths
@@ -79,7 +81,7 @@ from zk_recipes._internals.holding import (
 )
 from zk_recipes._internals.lifecycle import Lifecycle, Phase
 from zk_recipes._leader.participants import ErrorPolicy, Participant, read_participants
-from zk_recipes._threads import SerialExecutor, join_unless_current
+from zk_recipes._threads import SerialExecutor, join_unless_current, say
 from zk_recipes._types import WatchEvent, WatchEventType
 
 log = logging.getLogger("zk_recipes.leader")
@@ -119,6 +121,32 @@ class LeaderLatchListener(Protocol):
 
 
 @dataclasses.dataclass(frozen=True)
+class LeadershipDecision:
+    """One decision of a LeaderLatch: a term begins or ends (``LeaderLatch(history=...)``).
+
+    Stamped where the latch decides, not when a listener thread gets to it,
+    for audit logs and for checkers that compare terms across processes.
+    """
+
+    #: True: this latch leads from ``at_ns``; False: it stopped leading then.
+    leading: bool
+    #: ``time.monotonic_ns()`` of the decision. A term that ended with the
+    #: connection ended when the client decided that state (``StateChange.at``).
+    at_ns: int
+    #: The term's node (our node in the latch directory), when there is one.
+    node: str | None
+    #: The term's fencing token (its node's czxid), when known.
+    token: int | None
+    #: Why: "first in line", "closed", "client closed", "LOST", "SUSPENDED",
+    #: "session ended", "someone queued ahead of us", or a reset's reason.
+    reason: str
+
+
+#: ``history(decision)``: called at each decision, under the latch's lock: be quick.
+History = Callable[[LeadershipDecision], object]
+
+
+@dataclasses.dataclass(frozen=True)
 class LeaderLatchStatistics:
     """A snapshot of one latch (``latch.statistics()``)."""
 
@@ -155,6 +183,10 @@ class LeaderLatch:
         identifier: this candidate's id, its node's data (``participants()``).
         error_policy: STANDARD gives leadership up on SUSPENDED (Curator's
             default), SESSION only on LOST.
+        history: called with a ``LeadershipDecision`` each time a term begins
+            or ends, at the moment the latch decides (inline, under its lock:
+            record and return at once). For audit logs and checkers; listeners
+            are for acting on leadership.
 
     While leading: ``fencing_token`` (our node's czxid) for storage that can
     refuse a deposed leader. See docs/recipes/leader-latch.md.
@@ -167,8 +199,12 @@ class LeaderLatch:
         identifier: str = "",
         *,
         error_policy: ErrorPolicy = ErrorPolicy.STANDARD,
+        history: History | None = None,
     ) -> None:
         self.client = require_client(client, "LeaderLatch")
+        if history is not None and not callable(history):
+            raise WrongTypeError(f"history must be a callable or None, got {history!r}")
+        self._history = history
         self.identifier = require_str(identifier, "identifier")
         if not isinstance(error_policy, ErrorPolicy):
             raise WrongTypeError(f"error_policy must be an ErrorPolicy, got {error_policy!r}")
@@ -195,6 +231,8 @@ class LeaderLatch:
         self._thread: threading.Thread | None = None
         self._terms = 0
         self._resets = 0
+        #: The term last published as leading (its node and token for ``history``).
+        self._published_term: Hold | None = None
 
     # -- public API ------------------------------------------------------
     def start(self) -> LeaderLatch:
@@ -230,7 +268,7 @@ class LeaderLatch:
             self._watching = None
             if mode is CloseMode.SILENT:
                 self._listeners.clear()
-        self._publish()
+        self._publish("closed")
         if mode is CloseMode.NOTIFY_LEADER and self._callback_thread != threading.get_ident():
             self._executor.wait_idle(_NOTIFY_GRACE)
         if entry is not None:
@@ -350,8 +388,12 @@ class LeaderLatch:
         return f"<LeaderLatch {self.path}{ident} {state}>"
 
     # -- leadership and listeners ------------------------------------------
-    def _publish(self) -> None:
-        """Tell listeners and waiters when leadership changed since we last told them."""
+    def _publish(self, reason: str, at: float | None = None) -> None:
+        """Tell listeners and waiters when leadership changed since we last told them.
+
+        ``reason`` and ``at`` (a ``time.monotonic()`` of the decision, when it
+        was made elsewhere: a state change's) go to the ``history``.
+        """
         with self._lock:
             leading = self.has_leadership()
             if leading == self._published:
@@ -359,6 +401,8 @@ class LeaderLatch:
             self._published = leading
             if leading:
                 self._terms += 1
+                self._published_term = self._term
+            self._record(leading, reason, at)
             listeners = list(self._listeners)
             if listeners:
                 # Submitted under the lock, so the callbacks run in the order decided.
@@ -378,6 +422,29 @@ class LeaderLatch:
         if sink is not None and (leading or chosen):
             sink.leadership("LeaderLatch", self.path, leading)
         self._wake_waiters()
+
+    def _record(self, leading: bool, reason: str, at: float | None) -> None:
+        """The decision, to ``history`` (called with the lock held: history must be quick)."""
+        history = self._history
+        term = self._published_term
+        if not leading:
+            self._published_term = None
+        if history is None:
+            return
+        if at is None and not leading and term is not None and not is_valid(self.client, term):
+            # The term ended with its session: when the client decided that.
+            at, reason = self.client.state_changed_at, reason or "session ended"
+        decision = LeadershipDecision(
+            leading=leading,
+            at_ns=time.monotonic_ns() if at is None else int(at * 1e9),
+            node=term.entry.path if term is not None else None,
+            token=term.entry.czxid if term is not None else None,
+            reason=reason,
+        )
+        try:
+            history(decision)
+        except Exception as exc:  # a recorder's failure must not break the election
+            say(functools.partial(log.error, "the history of latch %s raised %r", self.path, exc))
 
     def _call_listeners(self, listeners: list[LeaderLatchListener], leading: bool) -> None:
         self._callback_thread = threading.get_ident()
@@ -403,7 +470,7 @@ class LeaderLatch:
         term = self._term
         if term is not None and apply_change(self.client, term, change):
             term.lost = True
-        self._publish()
+        self._publish(change.state.name, change.at)
         self._wake.set()
 
     def _on_predecessor(self, event: WatchEvent) -> None:
@@ -433,7 +500,7 @@ class LeaderLatch:
                 if not self.client.is_started:  # the client was closed under us
                     with self._lock:
                         self._term = None
-                    self._publish()
+                    self._publish("client closed")
                     return
                 state = self.client.state
                 if state is None or not state.is_connected:
@@ -507,7 +574,7 @@ class LeaderLatch:
             if self._term is not None:  # someone queued ahead of us (a foreign node?)
                 self._term = None
             self._watching, self._watching_head = predecessor, index == 1
-        self._publish()
+        self._publish("someone queued ahead of us")
         try:
             client.get_async(predecessor, watch=self._on_predecessor).result(
                 client.settings.connection_timeout
@@ -531,7 +598,7 @@ class LeaderLatch:
                 self._term = Hold(entry, seq, in_doubt)
                 self._last_token = entry.czxid
             self._watching = None
-        self._publish()
+        self._publish("first in line")
         return True
 
     def _lead(self, entry: Entry) -> bool:
@@ -568,7 +635,7 @@ class LeaderLatch:
                 self._term = None
             self._watching, self._head_gone = None, False
             self._resets += 1
-        self._publish()  # decide first (not_leader is on its way), talk later
+        self._publish(why)  # decide first (not_leader is on its way), talk later
         log.info("latch %s: %s; joining again with a new node", self.path, why)
         self._queue.leave(entry)
         now = time.monotonic()

@@ -4,10 +4,18 @@ Members are full ``_ServerBase`` servers (same fault verbs: stop, kill, pause,
 resume, restart); the cluster starts them in parallel, waits for a quorum with
 exactly one leader, and finds the member a session is connected to (Curator's
 ``findConnectionInstance``) with the ``cons`` four-letter word.
+
+With ``quorum_proxies=True`` every link between two members (quorum and
+election ports, each direction) goes through a ``TcpProxy`` written into the
+member's own config, so ``isolate(member)`` can cut a member off from the rest
+of the ensemble while its clients still reach it: a follower cut from the
+quorum keeps answering reads and pings until it notices (``syncLimit *
+tickTime``), while the leader expires the sessions it no longer hears of.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -86,6 +94,7 @@ class ZooKeeperCluster:
         init_limit: int = 20,
         sync_limit: int = 10,
         installation: Installation | None = None,
+        quorum_proxies: bool = False,
     ) -> None:
         if size < 2:
             raise ConfigurationError(
@@ -109,12 +118,19 @@ class ZooKeeperCluster:
         self._finalizer = weakref.finalize(self, self._resources.release)
         self._owned = owned
         self._started_once = False
+        #: (member seeing, member seen) -> proxies (quorum, election) of that link.
+        self._links: dict[tuple[int, int], tuple[TcpProxy, TcpProxy]] = {}
+        self._quorum_proxies = quorum_proxies
         ports = free_ports(3 * size)
         self.servers: list[ClusterMember] = [
             ClusterMember(
                 myid=i + 1,
                 ports=(ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]),
-                peers=self._peer_lines,
+                peers=(
+                    functools.partial(self._proxied_peer_lines, i + 1)
+                    if quorum_proxies
+                    else self._peer_lines
+                ),
                 directory=directory / f"server-{i + 1}",
                 options=options,
                 installation=install,
@@ -128,6 +144,55 @@ class ZooKeeperCluster:
 
     def _peer_lines(self) -> dict[str, str]:
         return {f"server.{m.myid}": f"{HOST}:{m.peer_port}:{m.election_port}" for m in self.servers}
+
+    def _proxied_peer_lines(self, viewer: int) -> dict[str, str]:
+        """Member ``viewer``'s view of the ensemble: itself as it is, the others via proxies."""
+        lines = {}
+        for member in self.servers:
+            if member.myid == viewer:
+                lines[f"server.{member.myid}"] = f"{HOST}:{member.peer_port}:{member.election_port}"
+            else:
+                quorum, election = self._link(viewer, member)
+                lines[f"server.{member.myid}"] = f"{HOST}:{quorum.port}:{election.port}"
+        return lines
+
+    def _link(self, viewer: int, target: ClusterMember) -> tuple[TcpProxy, TcpProxy]:
+        link = self._links.get((viewer, target.myid))
+        if link is not None and (link[0].target[1], link[1].target[1]) == (
+            target.peer_port,
+            target.election_port,
+        ):
+            return link
+        if link is not None:  # the member moved to other ports (a port was taken)
+            for proxy in link:
+                proxy.close()
+        link = (TcpProxy(HOST, target.peer_port), TcpProxy(HOST, target.election_port))
+        self._resources.proxies.extend(link)
+        self._links[(viewer, target.myid)] = link
+        return link
+
+    def isolate(self, member: ClusterMember) -> None:
+        """Cut ``member`` off from every other member, both ways, silently (a black hole).
+
+        Its clients still reach it: a follower so cut keeps answering reads and
+        pings until it notices (``sync_limit * tick_time``). Needs
+        ``quorum_proxies=True``; ``heal_quorum()`` ends it.
+        """
+        if not self._quorum_proxies:
+            raise ConfigurationError(
+                "isolate() needs ZooKeeperCluster(quorum_proxies=True): the links between "
+                "members must go through proxies to be cut"
+            )
+        for (viewer, target), link in self._links.items():
+            if member.myid in (viewer, target):
+                for proxy in link:
+                    proxy.blackhole()
+
+    def heal_quorum(self) -> None:
+        """Every link between members forwards again (after ``isolate``)."""
+        for link in self._links.values():
+            for proxy in link:
+                proxy.heal()
 
     @property
     def connect_string(self) -> str:

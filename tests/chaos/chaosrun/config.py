@@ -9,16 +9,22 @@ import dataclasses
 #: (SIGSTOP, then SIGCONT), and three partitions of the worker's proxies:
 #: ``partition_worker`` (both ways), ``drop_requests_worker`` (the worker hears the
 #: ensemble, the ensemble does not hear it) and ``drop_replies_worker`` (the other way).
-#: Server faults: ``restart_server`` (graceful) and ``kill_leader`` (SIGKILL of the
-#: ensemble's leader, started again a moment later).
+#: ``blocked_log_worker``: the worker's log shipper stalls (its WARNING stream blocks),
+#: then the worker is cut off both ways.
+#: Server faults: ``restart_server`` (graceful), ``kill_leader`` (SIGKILL of the
+#: ensemble's leader, started again a moment later) and ``isolate_follower`` (a
+#: follower cut from the other members while its clients still reach it: it keeps
+#: answering them for ``syncLimit * tickTime``; needs ``quorum_proxies=True``).
 FAULT_KINDS = (
     "kill_worker",
     "pause_worker",
     "partition_worker",
     "drop_requests_worker",
     "drop_replies_worker",
+    "blocked_log_worker",
     "restart_server",
     "kill_leader",
+    "isolate_follower",
 )
 
 #: Partition kinds and the proxy verb each applies to the worker's proxies.
@@ -26,6 +32,7 @@ PARTITIONS = {
     "partition_worker": "blackhole",
     "drop_requests_worker": "drop_requests",
     "drop_replies_worker": "drop_replies",
+    "blocked_log_worker": "blackhole",
 }
 
 #: Overlapping faults: a worker outage with a server fault inside it. Each one

@@ -34,6 +34,7 @@ from zk_recipes import LeaderLatch, Lock, ZkClient, ZkRecipesError
 from zk_recipes.testing import HarnessError, TcpProxy, ZooKeeperCluster
 
 from .config import FAULT_KINDS, OVERLAP_KINDS, PARTITIONS, ChaosConfig
+from .shipper import LogShipper
 from .store import record_fault
 
 
@@ -46,6 +47,8 @@ class Slot:
     generation: int = 0
     worker: str = ""
     process: BaseProcess | None = None
+    #: The parent's end of the worker's log pipe (a new one per generation).
+    shipper: LogShipper | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,7 +155,11 @@ class Faults:
 
     def restore(self) -> None:
         """Nobody partitioned, nobody stopped, every member running, a quorum."""
+        with contextlib.suppress(Exception):
+            self.cluster.heal_quorum()
         for slot in self._slots:
+            if slot.shipper is not None:
+                slot.shipper.resume()
             for proxy in slot.proxies:
                 with contextlib.suppress(HarnessError):
                     proxy.heal()
@@ -233,6 +240,9 @@ class Faults:
         """Pause or partition ``slot``'s worker for the block; recorded when it ends."""
         process = slot.process
         pid = process.pid if process is not None else None
+        shipper = slot.shipper if kind == "blocked_log_worker" else None
+        if shipper is not None:
+            shipper.stall()  # its next WARNING blocks: the stream is stalled before the cut
         begin = time.monotonic_ns()
         if kind == "pause_worker":
             if pid is None:
@@ -251,6 +261,8 @@ class Faults:
                 for proxy in slot.proxies:
                     proxy.heal()
             self._record(kind, slot.worker, pid, begin, time.monotonic_ns())
+            if shipper is not None:
+                shipper.resume()
 
     def _worker_outage(self, kind: str) -> None:
         slot = self._target()
@@ -277,6 +289,27 @@ class Faults:
         member.restart()
         self.cluster.wait_for_quorum(self.config.quorum_timeout)
         self._record("restart_server", repr(member), None, begin, time.monotonic_ns())
+
+    def _isolate_follower(self) -> None:
+        """Cut a follower off from the other members while its clients still reach it.
+
+        It keeps answering its clients' reads and pings until it notices
+        (``sync_limit * tick_time``), while the leader expires the sessions it no
+        longer hears of: a holder on it must learn of its loss before anyone
+        else is given its lock.
+        """
+        leader = self.cluster.wait_for_quorum(self.config.quorum_timeout)
+        follower = self._rng.choice([m for m in self.cluster.servers if m is not leader])
+        outage = self._outage_length()
+        self._when_due()
+        begin = time.monotonic_ns()
+        self.cluster.isolate(follower)
+        try:
+            time.sleep(outage)
+        finally:
+            self.cluster.heal_quorum()
+        self.cluster.wait_for_quorum(self.config.quorum_timeout)
+        self._record("isolate_follower", repr(follower), None, begin, time.monotonic_ns())
 
     def _kill_leader(self) -> None:
         leader = self.cluster.wait_for_quorum(self.config.quorum_timeout)

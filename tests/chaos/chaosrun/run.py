@@ -38,6 +38,7 @@ from .check import check
 from .churn import ChurnWriter, create_churn_nodes
 from .config import ChaosConfig
 from .faults import Faults, Slot
+from .shipper import LogShipper
 from .store import connect, create
 from .worker import WorkerSpec, run_worker
 
@@ -149,6 +150,11 @@ class ChaosRun:
         config = self.config
         slot.generation += 1
         slot.worker = f"w{slot.index}.{slot.generation}"
+        if slot.shipper is not None:
+            slot.shipper.close()
+        slot.shipper = LogShipper(
+            self.run_dir / f"{slot.worker}.pipe", self.run_dir / f"{slot.worker}.shipped.log"
+        )
         spec = WorkerSpec(
             worker=slot.worker,
             hosts=proxied_connect_string(slot.proxies),
@@ -165,6 +171,7 @@ class ChaosRun:
             churn_paths=config.churn_paths,
             seed=self._rng.getrandbits(32),
             stop_path=str(self._stop_path),
+            shipper_path=str(slot.shipper.path),
         )
         process = self._context.Process(
             target=run_worker, args=(spec,), name=f"chaos-{slot.worker}", daemon=True
@@ -195,6 +202,8 @@ class ChaosRun:
         """Stop every worker (nobody stays stopped or partitioned); how many had to be killed."""
         self._stop_path.touch()
         for slot in self._slots:
+            if slot.shipper is not None:
+                slot.shipper.resume()
             for proxy in slot.proxies:
                 with contextlib.suppress(Exception):
                     proxy.heal()
@@ -214,6 +223,9 @@ class ChaosRun:
                 process.kill()
                 process.join(10)
             slot.process = None
+            if slot.shipper is not None:
+                slot.shipper.close()
+                slot.shipper = None
         return hung
 
     # -- cluster and leftovers -----------------------------------------------------------

@@ -137,8 +137,17 @@ class EventRecorder:
         self._thread = threading.Thread(target=self._run, name="chaos recorder", daemon=True)
         self._thread.start()
 
-    def record(self, kind: str, path: str = "", token: int | None = None, detail: str = "") -> None:
-        self._queue.put((kind, path, token, time.monotonic_ns(), detail))
+    def record(
+        self,
+        kind: str,
+        path: str = "",
+        token: int | None = None,
+        detail: str = "",
+        *,
+        t_ns: int | None = None,
+    ) -> None:
+        """Queue one event, stamped now, or at ``t_ns`` (when it was decided elsewhere)."""
+        self._queue.put((kind, path, token, time.monotonic_ns() if t_ns is None else t_ns, detail))
 
     def close(self, timeout: float = 30.0) -> None:
         self._queue.put(_STOP)

@@ -14,11 +14,14 @@ Beside the loop, a ``ChurnWatch`` keeps data watches armed on the churn nodes
 the parent rewrites (see ``churn``), so notifications keep arriving, above all
 while the worker is partitioned.
 
-Everything the checker needs is recorded as it happens, stamped with
-``time.monotonic_ns()``: the on_lost callback (path, token), the latch's
-is_leader / not_leader listeners, the client's connection states, each churn
+Everything the checker needs is recorded, stamped with ``time.monotonic_ns()``
+of the moment it was *decided*, not when a listener thread got around to it:
+the latch's terms (its ``history``: when it decided to lead or stop, on which
+node, with which token, and why), the client's connection states (their
+``StateChange.at``), the on_lost callback (path, token), each churn
 notification, and the ``closing`` marker written before the latch and the
-client are closed.
+client are closed. Listener stamps could put a term's end after the next
+leader's start when a listener thread runs late on a busy machine.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import time
 
 from zk_recipes import (
     LeaderLatch,
+    LeadershipDecision,
     Lock,
     RecipeUsageError,
     StateChange,
@@ -71,17 +75,24 @@ class WorkerSpec:
     #: The worker stops once this file exists. A file, not a multiprocessing.Event:
     #: an Event's lock, taken by a worker killed with -9, would stay taken for good.
     stop_path: str
+    #: The named pipe its WARNING records go to (its "log shipper": see shipper.py).
+    shipper_path: str
 
 
-class _LatchRecorder:
+class _TermRecorder:
+    """The latch's history: each term's start and end as decided, with node, token, why."""
+
     def __init__(self, events: EventRecorder) -> None:
         self._events = events
 
-    def is_leader(self) -> None:
-        self._events.record("leader")
-
-    def not_leader(self) -> None:
-        self._events.record("not_leader")
+    def __call__(self, decision: LeadershipDecision) -> None:
+        self._events.record(
+            "leader" if decision.leading else "not_leader",
+            path=decision.node or "",
+            token=decision.token,
+            detail=decision.reason,
+            t_ns=decision.at_ns,
+        )
 
 
 def run_worker(spec: WorkerSpec) -> None:
@@ -91,6 +102,12 @@ def run_worker(spec: WorkerSpec) -> None:
         level=logging.INFO,
         format="%(created).3f %(process)d %(threadName)s %(name)s %(levelname)s %(message)s",
     )
+    # Warnings also go to the shipper's pipe, as a service's stderr goes to a log
+    # shipper; the parent may stall it (blocked_log_worker).
+    shipped = open(spec.shipper_path, "w", buffering=1)  # noqa: SIM115 - for the process's life
+    shipping = logging.StreamHandler(shipped)
+    shipping.setLevel(logging.WARNING)
+    logging.getLogger().addHandler(shipping)
     pid = os.getpid()
     rng = random.Random(spec.seed)
     events = EventRecorder(spec.db_path, spec.worker, pid)
@@ -103,7 +120,7 @@ def run_worker(spec: WorkerSpec) -> None:
     )
 
     def on_state(change: StateChange) -> None:
-        events.record("state", detail=change.state.name)
+        events.record("state", detail=change.state.name, t_ns=int(change.at * 1e9))
 
     client.add_listener(on_state)
     client.start()
@@ -118,8 +135,7 @@ def run_worker(spec: WorkerSpec) -> None:
             events.record("lost", path=path, token=token)
 
         lock.on_lost(on_lost)
-    latch = LeaderLatch(client, spec.latch_path, spec.worker)
-    latch.add_listener(_LatchRecorder(events))
+    latch = LeaderLatch(client, spec.latch_path, spec.worker, history=_TermRecorder(events))
     latch.start()
     churn = ChurnWatch(client, spec.churn_paths, lambda path: events.record("notified", path=path))
     events.record("started", detail=client.connect_string)

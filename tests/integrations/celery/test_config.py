@@ -34,14 +34,14 @@ def test_client_options_fill_what_has_no_setting_of_its_own() -> None:
         "zk_recipes_client_options": {
             "session_timeout": 30,  # the setting of its own wins
             "retry_policy": RetryForever(1.0),
-            "read_only": True,
+            "max_data_bytes": 4096,
         },
     }
     client = zc.read_config(conf).client
-    assert (client.session_timeout, client.retry_policy, client.read_only) == (
+    assert (client.session_timeout, client.retry_policy, client.max_data_bytes) == (
         4.0,
         RetryForever(1.0),
-        True,
+        4096,
     )
     # ... and a setting of its own for a field wins there too.
     retry = {"policy": "RetryNTimes", "n": 2, "sleep": 0.5}
