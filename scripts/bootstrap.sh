@@ -42,7 +42,7 @@ ensure_venv() {
     fi
     local stamp="$venv/.zk-recipes-installed"
     local want
-    want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+    want="$(sha256sum pyproject.toml | cut -d' ' -f1) [$extras]"  # new extras reinstall too
     if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
         echo "==> installing zk-recipes[$extras] into $venv"
         "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
@@ -52,7 +52,8 @@ ensure_venv() {
 }
 
 ensure_venv .venv dev
-# scripts/test.sh runs the core suite in a venv with the core and [test] only.
+# scripts/test.sh runs the core suite in a venv with the core, [test] and
+# [metrics] only (no framework; tests/test_metrics.py needs prometheus-client).
 if [[ "${1:-}" == "--core-venv" ]]; then
-    ensure_venv .venv-core test
+    ensure_venv .venv-core test,metrics
 fi

@@ -2,7 +2,8 @@
 # The whole test suite: lint, types, then every test against real servers.
 #
 # The core suite (tests/ without tests/integrations/) runs in .venv-core, which
-# has only the core and its [test] extra: it proves the core needs no framework.
+# has only the core and its [test] and [metrics] extras (prometheus-client is the
+# core's own optional metrics): it proves the core needs no framework.
 # The framework integrations' tests (tests/integrations/) run in .venv, which has
 # them all. Extra arguments go to both pytest runs (e.g. scripts/test.sh -k client -x);
 # given test paths, pytest runs once, in .venv, on those paths only.
@@ -68,7 +69,7 @@ import sys
 
 found = [m for m in ("celery", "kombu", "redis", "django", "flask") if importlib.util.find_spec(m)]
 if found:
-    sys.exit(f".venv-core must hold the core and [test] only, but has {found}")
+    sys.exit(f".venv-core must hold the core, [test] and [metrics] only, but has {found}")
 PY
 # The core suite and the integrations' suites run side by side: two pytest
 # processes, each with throwaway servers of its own on free ports and a
