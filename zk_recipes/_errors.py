@@ -26,7 +26,8 @@ so callers never need to import kazoo to handle ours.
     │   └── LockTimeout           a lock/lease was not acquired in time (context forms)
     ├── ConnectionLostError       the connection broke: TRANSIENT, retry once connected
     │   ├── OperationTimeoutError the server did not answer in time (TimeoutError too)
-    │   └── SessionMovedError     the session moved to another server
+    │   ├── SessionMovedError     the session moved to another server
+    │   └── UnavailableError      not connected now: a face answers 503 / exits 69 at once
     ├── SessionLost               the session is gone, really or simulated: TERMINAL
     │   └── LockLost              a lock this process held is gone with its session
     ├── RetriesExhaustedError     a retry policy gave up; __cause__ holds the last error
@@ -98,6 +99,25 @@ class OperationTimeoutError(ConnectionLostError, TimeoutError):
 
 class SessionMovedError(ConnectionLostError):
     """The session was re-established on another server while this request was in flight."""
+
+
+class UnavailableError(ConnectionLostError):
+    """ZooKeeper cannot be reached from this process now; nothing was sent, or nothing answered.
+
+    What the framework faces raise instead of waiting when their client is not
+    connected (connecting for the first time after a failed attempt,
+    SUSPENDED, LOST and reconnecting) or a request of a lock attempt went
+    unanswered: a web request is answered 503 and a command exits 69 at once,
+    never "busy" (nobody was seen holding anything). ``problem`` is the
+    connection's newest failure in words, when one is known.
+    """
+
+    def __init__(self, message: str, problem: str | None = None) -> None:
+        super().__init__(message)
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[type[UnavailableError], tuple[str, str | None]]:
+        return type(self), (str(self), self.problem)
 
 
 class SessionLost(ZkRecipesError):
@@ -181,6 +201,7 @@ __all__ = [
     "SequenceOverflowError",
     "SessionLost",
     "SessionMovedError",
+    "UnavailableError",
     "UnsupportedFeatureError",
     "WrongTypeError",
     "ZkRecipesError",

@@ -24,6 +24,14 @@ interrupted, so it calls ``check()`` before writes or passes the fencing token
 to storage. A loss is logged as a warning (logger ``zk_recipes.django``) when
 the function returns. No Curator counterpart: this is a framework face of
 InterProcessMutex (``zk_recipes.Lock``).
+
+Outages: while the alias's client is not connected (never reached,
+SUSPENDED, LOST and reconnecting), or ZooKeeper does not answer the attempt,
+a decorated view answers at once with ``on_unavailable`` (503 with
+``Retry-After`` by default; "raise", "run" or a callable), never "busy" and
+never after a connection timeout; a plain function raises
+``UnavailableError``. ``locked()`` raises it (or, with "run", runs the
+block without the lock). See ``zk_recipes.frameworks.LockTarget``.
 """
 
 from __future__ import annotations
@@ -32,23 +40,26 @@ import functools
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 from asgiref.sync import iscoroutinefunction
 from django.http import HttpRequest, HttpResponse
 
-from zk_recipes import Lock, LockTimeout, WrongTypeError
+from zk_recipes import Lock, LockTimeout, UnavailableError, WrongTypeError
 from zk_recipes.frameworks import (
+    RETRY_AFTER,
     HeldLocks,
     LockedBlock,
     LockNameTemplate,
     LockPlan,
     LockTarget,
+    OnUnavailable,
     check_on_busy,
+    check_on_unavailable,
     locked_call,
 )
 from zk_recipes_django import _settings
-from zk_recipes_django._clients import get_client
+from zk_recipes_django._clients import process_client
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -80,6 +91,7 @@ def zk_lock(
     *,
     timeout: float | None = 0.0,
     on_busy: int | Callable[..., Any] = 423,
+    on_unavailable: OnUnavailable = 503,
     alias: str = _settings.DEFAULT_ALIAS,
     identifier: str | None = None,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -96,6 +108,13 @@ def zk_lock(
     (the request was fine, the resource is locked, try again later) and
     nothing else in Django answers with it; 409 Conflict is a fine choice too.
 
+    When ZooKeeper is unavailable (the client is not connected, or did not
+    answer the attempt), ``on_unavailable`` decides, at once: a status
+    (default 503 Service Unavailable, with ``Retry-After``) for a view and
+    ``UnavailableError`` for a plain function; ``"raise"``; ``"run"`` (runs
+    WITHOUT the lock, with a warning: only for work that is safe to run
+    twice at once); or a callable, as ``on_busy``'s.
+
     Sync and async functions alike. The lock is released when the view
     returns, before the body of a ``StreamingHttpResponse`` is produced. See
     the module docstring and docs/integrations/django.md.
@@ -106,6 +125,7 @@ def zk_lock(
         )
     wait = LockTarget.check_timeout(timeout)
     check_on_busy(on_busy)
+    check_on_unavailable(on_unavailable)
     _check_str("alias", alias)
     if identifier is not None:
         _check_str("identifier", identifier)
@@ -123,6 +143,8 @@ def zk_lock(
             make_target=functools.partial(_lock_target, alias=alias),
             refuse=_refuse,
             attach=_attach_to_request,
+            on_unavailable=on_unavailable,
+            unavailable=_unavailable,
         )
         _settings.note_use(alias, template.where)
         return locked_call(func, plan, is_async=iscoroutinefunction(func))
@@ -130,13 +152,36 @@ def zk_lock(
     return decorate
 
 
+@overload
 def locked(
     name: str,
     *,
     timeout: float | None = None,
+    on_unavailable: Literal["raise"] = "raise",
     alias: str = _settings.DEFAULT_ALIAS,
     identifier: str | None = None,
-) -> LockedBlock:
+) -> LockedBlock[Lock]: ...
+
+
+@overload
+def locked(
+    name: str,
+    *,
+    timeout: float | None = None,
+    on_unavailable: Literal["run"],
+    alias: str = _settings.DEFAULT_ALIAS,
+    identifier: str | None = None,
+) -> LockedBlock[Lock | None]: ...
+
+
+def locked(
+    name: str,
+    *,
+    timeout: float | None = None,
+    on_unavailable: Literal["raise", "run"] = "raise",
+    alias: str = _settings.DEFAULT_ALIAS,
+    identifier: str | None = None,
+) -> LockedBlock[Lock] | LockedBlock[Lock | None]:
     """``with locked("nightly-report") as lock:`` (or ``async with``): hold a lock for a block.
 
     ``name`` is taken literally (no template). Waits up to ``timeout`` seconds
@@ -144,12 +189,17 @@ def locked(
     acquired in time. Yields the held ``zk_recipes.Lock`` (``fencing_token``,
     ``check()``), which ``current_lock()`` also returns inside the block. The
     async form waits on a thread of its own. One block per call.
+
+    When ZooKeeper is unavailable it raises ``UnavailableError`` at once
+    (``on_unavailable="raise"``); with ``"run"`` the block runs WITHOUT the
+    lock and gets None, with a warning.
     """
     if not isinstance(name, str):
         raise WrongTypeError(
             f"locked() needs a lock name, like locked('nightly-report'), got {name!r}"
         )
     wait = LockTarget.check_timeout(timeout)
+    check_on_unavailable(on_unavailable, statuses=False)
     _check_str("alias", alias)
     if identifier is not None:
         _check_str("identifier", identifier)
@@ -163,6 +213,7 @@ def locked(
         where,
         label=f"locked {name!r} alias={alias!r}",
         call="locked()",
+        on_unavailable=on_unavailable,
     )
 
 
@@ -171,7 +222,7 @@ def _lock_target(
 ) -> LockTarget:
     """The lock ``name`` of ``alias``: its prefix now, its client on the waiting thread."""
     prefix = _settings.config(alias).prefix
-    client = functools.partial(get_client, alias)
+    client = process_client(alias)
     return LockTarget(name, client, prefix=prefix, identifier=identifier, timeout=timeout)
 
 
@@ -182,6 +233,17 @@ def _refuse(status: int, target: LockTarget, args: Sequence[Any]) -> HttpRespons
     response = HttpResponse(status=status, content_type="text/plain; charset=utf-8")
     # Who holds it is nobody's business outside: the body says busy, nothing more.
     response.content = f"{response.reason_phrase}: busy, try again shortly.\n"
+    return response
+
+
+def _unavailable(status: int, exc: UnavailableError, args: Sequence[Any]) -> HttpResponse:
+    """A view answers ``status`` with ``Retry-After``; any other function raises the error."""
+    if _request_in(args) is None:
+        raise exc
+    response = HttpResponse(status=status, content_type="text/plain; charset=utf-8")
+    response.content = f"{response.reason_phrase}: try again shortly.\n"
+    if status == 503:
+        response["Retry-After"] = str(RETRY_AFTER)
     return response
 
 

@@ -34,6 +34,6 @@ else:  # the supported versions: the extra's pins (pyproject.toml)
     )
 
 from zk_recipes_flask._extension import ZkRecipes, close_all
-from zk_recipes_flask._locking import LockBusy, current_lock
+from zk_recipes_flask._locking import LockBusy, LockUnavailable, current_lock
 
-__all__ = ["LockBusy", "ZkRecipes", "close_all", "current_lock"]
+__all__ = ["LockBusy", "LockUnavailable", "ZkRecipes", "close_all", "current_lock"]

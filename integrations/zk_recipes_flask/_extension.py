@@ -20,11 +20,12 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 from flask import Blueprint, Flask
 
@@ -40,7 +41,7 @@ from zk_recipes import (
     ZkClient,
     read_settings,
 )
-from zk_recipes.frameworks import LockedBlock
+from zk_recipes.frameworks import LockedBlock, OnUnavailable
 from zk_recipes_flask import _locking, _status
 from zk_recipes_flask._cli import zk_group
 from zk_recipes_flask._state import EXTENSION_KEY, AppState, state_of
@@ -59,6 +60,8 @@ class ZkRecipes:
 
     def __init__(self, app: Flask | None = None, **options: Any) -> None:
         self._defaults = _parse_options(options)
+        #: The apps this extension serves (``@zk.locked`` refuses their views).
+        self._apps: weakref.WeakSet[Flask] = weakref.WeakSet()
         if app is not None:
             self.init_app(app)
 
@@ -74,6 +77,8 @@ class ZkRecipes:
         with _all_lock:
             _all_clients.add(process_client)
         app.extensions[EXTENSION_KEY] = AppState(self, config, process_client)
+        self._apps.add(app)
+        app.before_request(functools.partial(_locking.check_view, app))
         if "zk" not in app.cli.commands:
             app.cli.add_command(zk_group)
 
@@ -106,6 +111,7 @@ class ZkRecipes:
         *,
         timeout: float | None = 0.0,
         on_busy: int | Callable[..., Any] = 423,
+        on_unavailable: OnUnavailable = 503,
         identifier: str | None = None,
     ) -> Callable[[Callable[P, R]], Callable[P, R]]:
         """Run the decorated view or function only while holding the lock ``name``.
@@ -121,17 +127,55 @@ class ZkRecipes:
         async view) is returned. ``identifier`` goes into the lock node
         (default: the function's dotted path).
 
+        When ZooKeeper is unavailable (the client is not connected, or did
+        not answer the attempt), ``on_unavailable`` decides, at once: a
+        status (default 503, with ``Retry-After``) raises ``LockUnavailable``
+        in a request and ``UnavailableError`` outside one; ``"raise"``;
+        ``"run"`` (WITHOUT the lock, with a warning: only for work that is
+        safe to run twice at once); or a callable, as ``on_busy``'s.
+
         Sync and async views alike; the app is the current one at each call.
-        Inside, ``g.zk_lock`` and ``current_lock()`` give the held Lock. See
-        docs/integrations/flask.md.
+        Inside, ``g.zk_lock`` and ``current_lock()`` give the held Lock. Put
+        it below ``@app.route``. See docs/integrations/flask.md.
         """
         return _locking.locked(
-            self.state, name, timeout=timeout, on_busy=on_busy, identifier=identifier
+            self.state,
+            name,
+            timeout=timeout,
+            on_busy=on_busy,
+            on_unavailable=on_unavailable,
+            identifier=identifier,
+            apps=lambda: list(self._apps),
         )
 
+    @overload
     def lock(
-        self, name: str, *, timeout: float | None = None, identifier: str | None = None
-    ) -> LockedBlock:
+        self,
+        name: str,
+        *,
+        timeout: float | None = None,
+        on_unavailable: int | Literal["raise"] = 503,
+        identifier: str | None = None,
+    ) -> LockedBlock[Lock]: ...
+
+    @overload
+    def lock(
+        self,
+        name: str,
+        *,
+        timeout: float | None = None,
+        on_unavailable: Literal["run"],
+        identifier: str | None = None,
+    ) -> LockedBlock[Lock | None]: ...
+
+    def lock(
+        self,
+        name: str,
+        *,
+        timeout: float | None = None,
+        on_unavailable: int | Literal["raise", "run"] = 503,
+        identifier: str | None = None,
+    ) -> LockedBlock[Lock] | LockedBlock[Lock | None]:
         """``with zk.lock("nightly-report") as lock:`` (or ``async with``): hold a lock for a block.
 
         ``name`` is taken literally (no template). Waits up to ``timeout``
@@ -140,13 +184,25 @@ class ZkRecipes:
         ``zk_recipes.Lock``, which ``current_lock()`` also returns inside the
         block. Needs an app context when entered; the async form waits on a
         thread of its own. One block per call.
+
+        When ZooKeeper is unavailable: a status (default 503) raises
+        ``LockUnavailable`` in a request (``UnavailableError`` outside one);
+        ``"raise"`` raises ``UnavailableError``; ``"run"`` runs the block
+        WITHOUT the lock and gives it None, with a warning.
         """
         caller = sys._getframe(1)
         code = caller.f_code
         where = (
             f"{caller.f_globals.get('__name__', '?')}.{getattr(code, 'co_qualname', code.co_name)}"
         )
-        return _locking.lock(self.state, name, timeout=timeout, identifier=identifier, where=where)
+        return _locking.lock(
+            self.state,
+            name,
+            timeout=timeout,
+            on_unavailable=on_unavailable,
+            identifier=identifier,
+            where=where,
+        )
 
     @staticmethod
     def current_lock() -> Lock:

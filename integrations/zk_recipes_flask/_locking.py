@@ -31,6 +31,20 @@ not interrupted, so it calls ``check()`` before writes or passes the fencing
 token to storage. A loss is logged as a warning (logger ``zk_recipes.flask``)
 when the function returns. No Curator counterpart: a framework face of
 InterProcessMutex (``zk_recipes.Lock``).
+
+Outages: while the app's client is not connected (never reached,
+SUSPENDED, LOST and reconnecting), or ZooKeeper does not answer the attempt,
+``on_unavailable`` answers at once, never "busy" and never after a
+connection timeout: a status (503 by default) raises ``LockUnavailable``
+in a request, an ``HTTPException`` with ``Retry-After`` that is also an
+``UnavailableError`` (outside a request, a plain ``UnavailableError``);
+"raise", "run" (WITHOUT the lock, with a warning) or a callable.
+
+Order: ``@zk.locked`` goes *below* ``@app.route``. Above it, the route
+registers the bare function and no request would ever take the lock: the
+decorator refuses a function already registered as a view of an app this
+extension serves, and a request that reaches such a view fails with the
+fix (``check_view``).
 """
 
 from __future__ import annotations
@@ -39,19 +53,22 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
-from flask import g, has_app_context, has_request_context
+from flask import Flask, g, has_app_context, has_request_context, request
 from werkzeug.exceptions import HTTPException, default_exceptions
 
-from zk_recipes import Lock, LockTimeout, WrongTypeError
+from zk_recipes import Lock, LockTimeout, RecipeUsageError, UnavailableError, WrongTypeError
 from zk_recipes.frameworks import (
+    RETRY_AFTER,
     HeldLocks,
     LockedBlock,
     LockNameTemplate,
     LockPlan,
     LockTarget,
+    OnUnavailable,
     check_on_busy,
+    check_on_unavailable,
     locked_call,
 )
 from zk_recipes_flask._state import AppState
@@ -70,6 +87,9 @@ _held = HeldLocks(
     "there does not inherit the context: pass it the lock)",
 )
 _ABSENT = object()
+#: Set on a function ``@zk.locked`` wrapped: its lock's name. Registered as a
+#: view itself (the decorator above ``@app.route``), it would run unlocked.
+LOCKED_MARK = "__zk_recipes_locked__"
 
 
 def current_lock() -> Lock:
@@ -112,6 +132,57 @@ class LockBusy(LockTimeout, HTTPException):
         return f"<LockBusy {self.code}: {self}>"
 
 
+class LockUnavailable(UnavailableError, HTTPException):
+    """ZooKeeper is unavailable, in a request: an ``HTTPException`` (503 by default).
+
+    Flask answers it with its ``code`` (``on_unavailable``), a short
+    plain-text body and, for 503, ``Retry-After``; an app's
+    ``@app.errorhandler(LockUnavailable)`` (or ``errorhandler(503)``)
+    renders its own. An ``UnavailableError`` too, whose message names the
+    ensemble and the problem, for logs and for code that catches it.
+    """
+
+    code = 503
+    description = "try again shortly."
+    response = None
+
+    def __init__(self, message: str, problem: str | None = None) -> None:
+        UnavailableError.__init__(self, message, problem)
+        HTTPException.__init__(self, message)
+
+    def get_body(
+        self, environ: WSGIEnvironment | None = None, scope: dict[str, Any] | None = None
+    ) -> str:
+        return f"{self.name}: {self.description}\n"
+
+    def get_headers(
+        self, environ: WSGIEnvironment | None = None, scope: dict[str, Any] | None = None
+    ) -> list[tuple[str, str]]:
+        headers = [("Content-Type", "text/plain; charset=utf-8")]
+        if self.code == 503:
+            headers.append(("Retry-After", str(RETRY_AFTER)))
+        return headers
+
+    def __str__(self) -> str:
+        return UnavailableError.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"<LockUnavailable {self.code}: {self}>"
+
+
+@functools.cache
+def _unavailable_class(status: int) -> type[LockUnavailable]:
+    """The LockUnavailable raised for ``status`` (werkzeug's class for it among its bases)."""
+    known = default_exceptions.get(status)
+    bases: tuple[type, ...] = (LockUnavailable,) if known is None else (LockUnavailable, known)
+    namespace = {
+        "code": status,
+        "__module__": LockUnavailable.__module__,
+        "__qualname__": "LockUnavailable",
+    }
+    return type("LockUnavailable", bases, namespace)
+
+
 @functools.cache
 def _busy_class(status: int) -> type[LockBusy]:
     """The LockBusy raised for ``status``: a subclass per status, of werkzeug's class too.
@@ -135,21 +206,32 @@ def locked(
     *,
     timeout: float | None = 0.0,
     on_busy: int | Callable[..., Any] = 423,
+    on_unavailable: OnUnavailable = 503,
     identifier: str | None = None,
+    apps: Callable[[], Sequence[Flask]] = tuple,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """``ZkRecipes.locked``: see its docstring and the module's."""
+    """``ZkRecipes.locked``: see its docstring and the module's.
+
+    ``apps()`` gives the apps the extension serves, to refuse a function
+    already registered as one of their views.
+    """
     if not isinstance(name, str):
         raise WrongTypeError(
             f"zk.locked needs a lock name first, like @zk.locked('invoice-{{id}}'), got {name!r}"
         )
     wait = LockTarget.check_timeout(timeout)
     check_on_busy(on_busy)
+    check_on_unavailable(on_unavailable)
     if identifier is not None:
         _check_identifier(identifier)
 
     def decorate(func: Callable[P, R]) -> Callable[P, R]:
         if not callable(func):
             raise WrongTypeError(f"zk.locked decorates a function or a view, got {func!r}")
+        for app in apps():
+            endpoint = _endpoint_of(app, func)
+            if endpoint is not None:
+                raise RecipeUsageError(_misordered(name, endpoint))
         plan = LockPlan(
             LockNameTemplate(name, func),
             wait,
@@ -159,10 +241,42 @@ def locked(
             make_target=functools.partial(_target, state_of),
             refuse=_refuse,
             attach=_attach_to_g,
+            on_unavailable=on_unavailable,
+            unavailable=_unavailable,
         )
-        return locked_call(func, plan, is_async=inspect.iscoroutinefunction(func))
+        wrapper = locked_call(func, plan, is_async=inspect.iscoroutinefunction(func))
+        setattr(func, LOCKED_MARK, name)  # after wrapping: the wrapper must not carry it
+        return wrapper
 
     return decorate
+
+
+def check_view(app: Flask) -> None:
+    """Before a request: refuse it when its view is a function ``@zk.locked`` wrapped.
+
+    That function was registered as the view itself (``@zk.locked`` above
+    ``@app.route`` or ``@bp.route``), so the request would run without the lock.
+    """
+    endpoint = request.endpoint
+    view = app.view_functions.get(endpoint) if endpoint is not None else None
+    name = getattr(view, LOCKED_MARK, None)
+    if name is not None and endpoint is not None:
+        raise RecipeUsageError(_misordered(name, endpoint))
+
+
+def _endpoint_of(app: Flask, func: object) -> str | None:
+    for endpoint, view in app.view_functions.items():
+        if view is func:
+            return endpoint
+    return None
+
+
+def _misordered(name: str, endpoint: str) -> str:
+    return (
+        f"@zk.locked({name!r}) wraps the view {endpoint!r} after the route registered it, so "
+        "requests would run it WITHOUT the lock: put @zk.locked below @app.route (or "
+        "@bp.route), nearer the function"
+    )
 
 
 def lock(
@@ -170,13 +284,20 @@ def lock(
     name: str,
     *,
     timeout: float | None = None,
+    on_unavailable: int | Literal["raise", "run"] = 503,
     identifier: str | None = None,
     where: str = "?",
-) -> LockedBlock:
+) -> LockedBlock[Any]:
     """``ZkRecipes.lock``: see its docstring."""
     if not isinstance(name, str):
         raise WrongTypeError(f"zk.lock() needs a lock name, like zk.lock('nightly'), got {name!r}")
     wait = LockTarget.check_timeout(timeout)
+    if callable(on_unavailable):
+        raise WrongTypeError(
+            'zk.lock(on_unavailable=) is a status (like 503), "raise" or "run": a block '
+            "has no function to call in its place"
+        )
+    check_on_unavailable(on_unavailable)
     if identifier is not None:
         _check_identifier(identifier)
     return LockedBlock(
@@ -185,6 +306,8 @@ def lock(
         where,
         label=f"zk.lock {name!r}",
         call="zk.lock()",
+        on_unavailable=on_unavailable,
+        unavailable=_unavailable_error,
     )
 
 
@@ -195,7 +318,7 @@ def _target(
     state = state_of()
     return LockTarget(
         name,
-        state.process_client.get,
+        state.process_client,
         prefix=state.config.prefix,
         identifier=identifier,
         timeout=timeout,
@@ -207,6 +330,17 @@ def _refuse(status: int, target: LockTarget, args: Sequence[Any]) -> Any:
     if has_request_context():
         raise _busy_class(status)(target.refusal())
     raise LockTimeout(target.refusal())
+
+
+def _unavailable(status: int, exc: UnavailableError, args: Sequence[Any]) -> Any:
+    """In a request: LockUnavailable, which Flask answers with ``status``; else the error."""
+    raise _unavailable_error(status, exc)
+
+
+def _unavailable_error(status: int, exc: UnavailableError) -> UnavailableError:
+    if has_request_context():
+        return _unavailable_class(status)(str(exc), exc.problem)
+    return exc
 
 
 def _attach_to_g(args: Sequence[Any]) -> Callable[[Lock], Callable[[], None]]:

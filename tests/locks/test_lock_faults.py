@@ -232,3 +232,34 @@ def test_killing_the_holders_server_keeps_the_lock_and_the_queue_order(
     finally:
         member.restart()
         zk_cluster.wait_for_quorum(30)
+
+
+def test_a_refusal_says_whether_the_lock_was_held_or_zookeeper_unreachable(
+    zk_server: ZooKeeperServer, zk_client_factory: ClientFactory
+) -> None:
+    """False means "not acquired"; ``statistics().refusal`` says why, for faces and logs."""
+    holder = Lock(zk_client_factory(), "/refusal")
+    assert holder.acquire()
+    with zk_server.proxy() as proxy:
+        client = zk_client_factory(hosts=proxy.connect_string, session_timeout=3.0)
+        asker = Lock(client, "/refusal")
+        assert asker.statistics().refusal is None
+        assert not asker.acquire(blocking=False)
+        assert asker.statistics().refusal == "held"
+        assert not asker.acquire(timeout=0.2)
+        assert asker.statistics().refusal == "held"
+
+        proxy.blackhole()
+        assert not asker.acquire(blocking=False), "nothing answers: not acquired"
+        assert asker.statistics().refusal == "unreachable"
+
+        proxy.heal()
+        assert client.wait_connected(15.0)
+        holder.release()
+        canceller = threading.Timer(0.2, asker.cancel)
+        holder.acquire()
+        canceller.start()
+        assert not asker.acquire(timeout=15.0)
+        assert asker.statistics().refusal == "cancelled"
+        assert asker.statistics().timeouts == 4
+    holder.release()

@@ -175,15 +175,9 @@ class ZkClient:
             # start fails, try again ourselves in the time left.
             waited = True
             if not concurrent.wait(max(0.0, deadline - time.monotonic())):
-                raise ConnectTimeoutError(
-                    f"no session with {self.settings.hosts} within {timeout:g}s "
-                    "(another thread's start() of this client was still connecting)"
-                )
+                raise ConnectTimeoutError(self._not_connected_in(timeout))
             if deadline - time.monotonic() <= 0 and not self.is_started:
-                raise ConnectTimeoutError(
-                    f"no session with {self.settings.hosts} within {timeout:g}s "
-                    "(another thread's start() of this client failed)"
-                )
+                raise ConnectTimeoutError(self._not_connected_in(timeout))
         try:
             conn.start(max(0.001, deadline - time.monotonic()) if waited else timeout)
         except BaseException:
@@ -199,6 +193,16 @@ class ZkClient:
             raise ClientStateError("this ZkClient was closed while it was starting")
         _live_clients.add(self)
         return self
+
+    def _not_connected_in(self, timeout: float) -> str:
+        """Why a start that waited on another thread's start gave up: the cause and a hint."""
+        problem = self.connection_problem
+        return (
+            f"could not connect to ZooKeeper at {self.settings.hosts} within {timeout:g} s"
+            + (f" (last problem: {problem})" if problem else "")
+            + ". Check that the servers are running and reachable from here (e.g. `echo "
+            "ruok | nc HOST PORT` answers imok) and that the hosts setting is right."
+        )
 
     def close(self) -> None:
         """Close the session: every hold ends, the server deletes our ephemeral nodes. Idempotent.
@@ -224,8 +228,11 @@ class ZkClient:
             starting = self._starting
         self._closed_event.set()
         if starting is not None:
-            # kazoo cannot stop a start it has not begun yet (the session would be
-            # made afterwards and live on): let the start end, then stop it.
+            # A start under way is told to stop (it may be waiting out an unreachable
+            # ensemble), then waited for: a session it made would live on otherwise.
+            conn = self._conn
+            if conn is not None:
+                conn.abort_start()
             starting.wait(self.settings.connection_timeout)
         if self._conn is not None and self._deleter.pending():
             # Queued guaranteed deletes (persistent nodes among them) get their
@@ -388,6 +395,21 @@ class ZkClient:
         """(host, port) of the server this client is connected to, if any."""
         conn = self._conn
         return conn.connected_address if conn is not None else None
+
+    @property
+    def connection_problem(self) -> str | None:
+        """Why this client is not connected, in words; None while it is (or before any attempt).
+
+        The newest failure of its connection since it was last connected
+        ("Connection dropped: socket connection error: Connection refused",
+        "Cannot resolve zk1: ..."): what health checks report as ``last_error``
+        and what ``UnavailableError`` and ``ConnectTimeoutError`` carry.
+        """
+        conn = self._conn
+        state = self._tracker.state
+        if conn is None or (state is not None and state.is_connected):
+            return None
+        return conn.last_problem or None
 
     @property
     def kazoo_client(self) -> Any:

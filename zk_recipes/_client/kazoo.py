@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import threading
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
@@ -77,6 +78,7 @@ from kazoo.security import ACL, Id
 from zk_recipes import _errors as errors
 from zk_recipes._client.direct_send import DirectSender
 from zk_recipes._client.poll_select import poll_select
+from zk_recipes._client.resolve import check_hosts_resolve
 from zk_recipes._client.socket_io import read_exactly, send_all
 from zk_recipes._deadline import session_clock
 from zk_recipes._settings import ClientSettings
@@ -305,8 +307,28 @@ def _kazoo_acl(acl: Sequence[Acl]) -> list[Any]:
     return [ACL(int(a.perms), Id(a.scheme, a.id)) for a in acl]
 
 
+#: The starts of kazoo's per-attempt lines from its connection loop: logged at
+#: DEBUG, not WARNING. An unreachable ensemble made ~35 of them before a
+#: command's own one-line answer; the client says each state change once, at
+#: WARNING when it went bad, with the newest of these as its reason
+#: (``SessionTracker._log_state``, ``ConnectTimeoutError``, ``UnavailableError``).
+#: How often a start looks whether ``abort_start()`` was called.
+_START_STEP = 0.1
+
+_PER_ATTEMPT = (
+    "Connection dropped",
+    "Connection time-out",
+    "Transition to CONNECTING",
+    "Cannot resolve",
+    "Session has expired",
+    "AUTH_FAILED closing",
+    "Found a RW server",
+    "Failed connecting to Zookeeper",
+)
+
+
 class _RecordingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
-    """kazoo's logger, remembering the last warning about its connection."""
+    """kazoo's logger: remembers the last problem of its connection, says it at DEBUG."""
 
     message = ""
 
@@ -316,10 +338,15 @@ class _RecordingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
             if self.logger.isEnabledFor(level):
                 super().log(level, msg, *args, **kwargs)
             return
+        text = ""
         with contextlib.suppress(Exception):
             text = str(msg) % args if args else str(msg)
             if not text.startswith(("Failed connecting to Zookeeper", "Transition to")):
                 self.message = text[:300]  # not kazoo's own farewell on stop()
+        if level < logging.ERROR and text.startswith(_PER_ATTEMPT):
+            level = logging.DEBUG
+            if not self.logger.isEnabledFor(level):
+                return
         super().log(level, msg, *args, **kwargs)
 
 
@@ -395,6 +422,7 @@ class KazooConnection:
         self._direct_allowed = (
             tls is None and not settings.sasl and not settings.auth and not settings.read_only
         )
+        self._aborted = threading.Event()
         self._install_hooks()
 
     @property
@@ -577,6 +605,7 @@ class KazooConnection:
 
     def _connected_now(self) -> None:
         """The handshake answered: what it proves about when the server heard us."""
+        self._last_problem.message = ""  # a problem is news only until the next connection
         started, resuming = self._connect_from
         if resuming and self._kz._session_id == resuming:
             # A resumed session, with holds perhaps: the server heard us no
@@ -619,8 +648,24 @@ class KazooConnection:
 
     # -- lifecycle -------------------------------------------------------
     def start(self, timeout: float) -> None:
+        """Connect within ``timeout``; ``abort_start()`` from another thread ends it at once.
+
+        kazoo's own ``start()`` waits out its whole timeout even when the
+        client is being closed (an unreachable ensemble kept ``close()`` and
+        process exit waiting 15 s), so its wait is done here, in steps.
+        """
+        check_hosts_resolve(self._kz.hosts, timeout)
         try:
-            self._kz.start(timeout=timeout)
+            live = self._kz.start_async()
+            deadline = session_clock() + timeout
+            while not live.wait(min(_START_STEP, max(0.0, deadline - session_clock()))):
+                if self._aborted.is_set():
+                    self.stop()
+                    raise errors.ClientStateError("the client was closed while it was starting")
+                if session_clock() >= deadline:
+                    break
+            if not self._kz.connected:
+                raise KazooTimeoutError("Connection time-out")
         except KazooTimeoutError as exc:
             seen = self._last_problem.message  # before stop() logs its own farewell
             self.stop()
@@ -658,6 +703,10 @@ class KazooConnection:
             raise errors.ConnectTimeoutError(
                 f"SASL authentication with ZooKeeper did not finish within {timeout:g} s"
             ) from exc
+
+    def abort_start(self) -> None:
+        """Make a ``start()`` under way on another thread stop now (ClientStateError there)."""
+        self._aborted.set()
 
     def stop(self) -> None:
         """Close the session (the server deletes its ephemeral nodes at once) and free resources."""

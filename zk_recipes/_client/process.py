@@ -23,17 +23,28 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import final
 
 from zk_recipes._client.client import ZkClient
-from zk_recipes._errors import ConnectTimeoutError, WrongTypeError, ZkRecipesError
+from zk_recipes._errors import (
+    ConnectTimeoutError,
+    UnavailableError,
+    WrongTypeError,
+    ZkRecipesError,
+)
 from zk_recipes._settings import ClientSettings
 
 log = logging.getLogger("zk_recipes.process")
 
 _registries: weakref.WeakSet[ProcessClient] = weakref.WeakSet()
+
+#: The longest ``available()`` waits for a process's first connection.
+FIRST_CONNECT_WAIT = 1.0
+#: How often that wait looks for a failed attempt.
+_LOOK_EVERY = 0.05
 
 
 def _forget_in_child() -> None:
@@ -62,6 +73,8 @@ class ProcessClient:
         self._pid = os.getpid()
         self._client: ZkClient | None = None
         self._starter: threading.Thread | None = None
+        #: The client whose first connection ``available()`` waits for, and until when.
+        self._first_wait: tuple[ZkClient | None, float] = (None, 0.0)
         _registries.add(self)
 
     def __repr__(self) -> str:
@@ -95,6 +108,52 @@ class ProcessClient:
                 "(the client is still trying); check that the ensemble is up and reachable"
             )
         return client
+
+    def available(self, wait: float = FIRST_CONNECT_WAIT) -> ZkClient:
+        """The client if it is connected now; UnavailableError at once if it is not.
+
+        For faces that must answer at once (a locked view, a health check):
+        CONNECTED or RECONNECTED returns the client. Before this process's
+        first connection, the client is started in the background and waited
+        for up to ``wait`` seconds (a healthy ensemble answers in
+        milliseconds), once (every caller of that time waits for the same
+        deadline): when that wait ran out, or an attempt has failed
+        already (a refused connection, a name that does not resolve), or the
+        connection is SUSPENDED or the session LOST and being replaced, it
+        raises at once, naming the state and the connection's newest problem.
+        The client keeps trying in the background meanwhile.
+        """
+        client = self._client_for_this_process()
+        state = client.state
+        if state is not None and state.is_connected:
+            return client
+        if not client.is_started:
+            self.start_in_background()
+        if state is None and client.connection_problem is None:
+            # Every caller of the first second waits for the same first connection;
+            # after it, callers answer at once until the client connects.
+            with self._lock:
+                if self._first_wait[0] is not client:
+                    self._first_wait = (client, time.monotonic() + wait)
+                until = self._first_wait[1]
+            # Looked at in short steps: a refused connection or a name that does
+            # not resolve ends the wait at once (it sets no event).
+            while (left := until - time.monotonic()) > 0 and client.connection_problem is None:
+                if client.wait_connected(min(left, _LOOK_EVERY)):
+                    return client
+        state = client.state
+        if state is not None and state.is_connected:
+            return client
+        problem = client.connection_problem
+        if state is None:
+            what = f"no connection to ZooKeeper at {client.connect_string} yet"
+        else:
+            what = f"the connection to ZooKeeper at {client.connect_string} is {state.name}"
+        raise UnavailableError(
+            f"{what}{f' ({problem})' if problem else ''}; the client keeps trying in the "
+            "background",
+            problem,
+        )
 
     def start_in_background(self) -> None:
         """Begin connecting without waiting; failures are logged and retried by ``get()``."""

@@ -15,8 +15,7 @@ that owns its node when it is taken (``epoch_of(session_id)``, None when
 that session is not this client's live one) and is still ours exactly
 while ``epoch`` has not moved. Session ids cannot answer that question:
 ``session_id`` is "the last session that connected", and it keeps the dead
-session's id from LOST until a new session connects, which during a
-partition may be never.
+session's id from LOST until a new session connects (during a partition: never).
 
 **Simulated expiry.** kazoo stays SUSPENDED through a whole partition and
 says LOST only once it reaches a server again, long after the server has
@@ -43,10 +42,9 @@ nor the next decision. The watchdog's turns are guarded (an error is reported,
 the next turn runs) and restart the threads that could not start before
 (``retry_deferred``): thread exhaustion wedges no listener for good.
 
-**A connection that ends by itself.** kazoo's connection thread stops for
-good on AUTH_FAILED or an unexpected exception. The tracker then publishes
-LOST (the session cannot be resumed by that kazoo client) and calls
-``on_connection_ended`` so the client can build a new connection.
+**A connection that ends by itself** (kazoo's thread stops for good on
+AUTH_FAILED or an unexpected error): LOST is published (that kazoo client
+cannot resume the session) and ``on_connection_ended`` builds a new one.
 """
 
 from __future__ import annotations
@@ -75,8 +73,7 @@ log = logging.getLogger("zk_recipes.client")
 
 #: The longest the watchdog waits between two looks at the silence (seconds).
 _LONGEST_WAIT = 0.25
-#: Share of the session timeout after which, with nothing proved since, the watchdog has
-#: the connection send a sync: the gap between two proofs of an idle session (docs/client.md).
+#: Share of the session timeout without a proof after which the watchdog has a sync sent.
 _PROVE_AFTER = 1 / 6
 
 #: ``on_connection_ended(conn, why)``: kazoo's connection thread for ``conn`` ended by itself.
@@ -105,10 +102,8 @@ class SessionTracker:
         self.epoch = 0
         #: Changes published so far (StateChange.seq of the last one).
         self.seq = 0
-        #: ``time.monotonic()`` of the last change published (its StateChange.at).
-        self.changed_at = 0.0
-        #: Sessions given up by simulated expiry, still to be closed on the server.
-        self._abandoned: list[tuple[int, bytes]] = []
+        self.changed_at = 0.0  #: time.monotonic() of the last change published
+        self._abandoned: list[tuple[int, bytes]] = []  # given up, to close on the server
         self._abandoned_ids: set[int] = set()
         self._past_sessions: set[int] = set()
 
@@ -210,18 +205,24 @@ class SessionTracker:
             talk.append(
                 functools.partial(log.error, "handing %s to the listeners failed: %r", state, exc)
             )
-        talk.append(functools.partial(self._log_state, change))
+        conn = self._conn  # why, read now: a reconnect may clear it before the line is written
+        problem = conn.last_problem if conn is not None and not state.is_connected else ""
+        talk.append(functools.partial(self._log_state, change, problem))
 
-    def _log_state(self, change: StateChange) -> None:
-        # SUSPENDED and LOST are what an operator looks for; the rest is routine.
+    def _log_state(self, change: StateChange, problem: str) -> None:
+        # SUSPENDED and LOST are what an operator looks for, with why (kazoo's own
+        # line per failed attempt is DEBUG); the rest is routine.
         state = change.state
         bad = state in (ConnectionState.SUSPENDED, ConnectionState.LOST)
+        if change.simulated or not bad:
+            problem = ""
         log.log(
             logging.WARNING if bad else logging.INFO,
-            "ZooKeeper state %s (session %#x%s)",
+            "ZooKeeper state %s (session %#x%s)%s",
             state.name,
             change.session_id,
             ", declared by the client" if change.simulated else "",
+            f": {problem}" if problem else "",
             extra=fields(
                 "client.state",
                 state=state.name,

@@ -160,6 +160,9 @@ class ContenderQueue:
         self.token = token
         self.sort_tokens = tuple(sort_tokens) if sort_tokens else (token,)
         self._warned_near_wrap = False
+        #: True when the newest ``acquire()`` that gave up did so unable to queue
+        #: or to read the queue (ZooKeeper unreachable), not behind another contender.
+        self.unreached = False
 
     def sort(self, children: Sequence[str]) -> list[str]:
         return sorted(children, key=lambda name: sort_key(name, self.sort_tokens))
@@ -247,24 +250,28 @@ class ContenderQueue:
         in line first (no re-read). ``cancel``: when set, give up as on a timeout.
         """
         entry: Entry | None = None
+        self.unreached = False
         try:
             names: list[str] | None = None
             while True:
                 if entry is None:
                     entered = self._enter_patiently(data, token, deadline, cancel)
                     if entered is None:
+                        self.unreached = True
                         return None
                     entry, names = entered
                 if names is None:
                     names = self._relist(deadline, cancel)
                     if names is None:
                         self._forget(entry)
+                        self.unreached = True
                         return None
                 if not is_live(self.client, entry) or entry.name not in names:
                     # Our session was lost while we waited: our node is gone (or going).
                     self._forget(entry)
                     entry, names = None, None
                     if _expired(deadline, cancel):
+                        self.unreached = True
                         return None
                     log.info("our node in %s was lost with its session; queueing again", self.path)
                     continue

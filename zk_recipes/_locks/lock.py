@@ -54,7 +54,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Literal, final
 
 from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
@@ -116,6 +116,10 @@ RLOCK_KIND = dataclasses.replace(LOCK_KIND, name="RLock", reentrant=True, metric
 INNER_LOCK_KIND = dataclasses.replace(LOCK_KIND, metric=None)
 
 
+#: Why an acquire returned False (``LockStatistics.refusal``).
+Refusal = Literal["held", "unreachable", "cancelled"]
+
+
 @dataclasses.dataclass(frozen=True)
 class LockStatistics:
     """A snapshot of one lock object, for logs and metrics (``lock.statistics()``)."""
@@ -142,6 +146,12 @@ class LockStatistics:
     timeouts: int
     #: Holds lost with their session so far.
     losses: int
+    #: Why the newest acquire that returned False did: ``"held"`` (another
+    #: contender was ahead, another thread of this process included),
+    #: ``"unreachable"`` (ZooKeeper did not answer, or the client was not
+    #: connected, until the deadline: nobody was seen holding it) or
+    #: ``"cancelled"``; None before any. Faces answer "busy" only for "held".
+    refusal: Refusal | None = None
 
 
 @dataclasses.dataclass(eq=False)
@@ -183,6 +193,7 @@ class _Mutex(LockVerbs):
         self.lost = self._loss.event
         self._acquisitions = 0
         self._timeouts = 0
+        self._refusal: Refusal | None = None
         self._waiting = 0
 
     # -- public API ------------------------------------------------------
@@ -235,7 +246,7 @@ class _Mutex(LockVerbs):
             with self._mutex:
                 self._timeouts += 1
             self._open_gate()
-            self._refused(blocking, cancel, "")
+            self._refused(blocking, cancel, "", unreached=self._queue.unreached)
             return False
         seq, in_doubt = taken_now(self.client)
         hold = _Hold(
@@ -360,6 +371,7 @@ class _Mutex(LockVerbs):
             acquisitions=self._acquisitions,
             timeouts=self._timeouts,
             losses=self._loss.count,
+            refusal=self._refusal,
         )
 
     def __repr__(self) -> str:
@@ -391,8 +403,11 @@ class _Mutex(LockVerbs):
             self._busy = False
             self._free.notify()
 
-    def _refused(self, blocking: bool, cancel: Cancellation, why: str) -> None:
-        """Count and log an acquire that returns False (a cancelled one is neither)."""
+    def _refused(
+        self, blocking: bool, cancel: Cancellation, why: str, *, unreached: bool = False
+    ) -> None:
+        """Record why an acquire returns False; count and log it (a cancelled one is neither)."""
+        self._refusal = "cancelled" if cancel.is_set() else "unreachable" if unreached else "held"
         metric = self._spec.metric
         if metric is None or cancel.is_set():
             return

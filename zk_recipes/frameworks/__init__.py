@@ -25,6 +25,11 @@ rest is here, once:
   ``LockedBlock`` (``with`` / ``async with``), ``HeldLocks`` (the innermost
   held lock of this thread or task, for ``current_lock()``, and the warning
   when a lock was lost while a function held it), ``check_on_busy``.
+- **Outages.** ``UnavailableError`` is not "busy": ``on_unavailable``
+  (``OnUnavailable``, ``check_on_unavailable``) picks a status (503 with
+  ``Retry-After: RETRY_AFTER``), "raise", "run" (``ran_unguarded`` warns)
+  or a callable, at once; ``LockTarget`` given the ``ProcessClient``
+  never waits for a connection beyond a process's first second.
 - **The front door.** ``require_version``: an integration's import refuses
   a framework older than it supports, naming the versions and the extra.
 - **Status pages.** ``connection_report`` (+ ``server_info``): the client's
@@ -59,13 +64,17 @@ from zk_recipes.frameworks._lock_target import (
     release_lock_async as release_lock_async,
 )
 from zk_recipes.frameworks._locked_calls import (
+    RETRY_AFTER as RETRY_AFTER,
     Attach as Attach,
     HeldLocks as HeldLocks,
     Holding as Holding,
     LockedBlock as LockedBlock,
     LockPlan as LockPlan,
+    OnUnavailable as OnUnavailable,
     check_on_busy as check_on_busy,
+    check_on_unavailable as check_on_unavailable,
     locked_call as locked_call,
+    ran_unguarded as ran_unguarded,
 )
 from zk_recipes.frameworks._status_rows import (
     NodeRow as NodeRow,
@@ -81,6 +90,7 @@ from zk_recipes.frameworks._versions import (
 
 __all__ = [
     "DEFAULT_PREFIX",
+    "RETRY_AFTER",
     "Attach",
     "HeldLocks",
     "Holding",
@@ -89,15 +99,18 @@ __all__ = [
     "LockTarget",
     "LockedBlock",
     "NodeRow",
+    "OnUnavailable",
     "RecipeRow",
     "bind_arguments",
     "check_on_busy",
+    "check_on_unavailable",
     "connection_report",
     "connection_rows",
     "leader_path",
     "lock_path",
     "locked_call",
     "qualified_name",
+    "ran_unguarded",
     "recipe_rows",
     "release_lock_async",
     "require_version",

@@ -8,6 +8,19 @@ only when the lock is made, on the thread that waits, so async code does not
 block its loop while the client connects either. A new ``Lock`` per call: a
 Lock is one contender per process and is not re-entrant per thread.
 
+An outage is not "busy". Given the process's ``ProcessClient``, the target
+takes the lock only with a connected client (``ProcessClient.available()``:
+a process's first call waits up to a second for the first connection; a
+SUSPENDED, LOST or never-reached ensemble raises ``UnavailableError`` at
+once), and an acquire that gave up unable to reach ZooKeeper
+(``LockStatistics.refusal == "unreachable"``: a paused server, a connection
+that broke during the attempt) raises ``UnavailableError`` too, so a face
+answers "busy" only when it saw another contender ahead of it. The wait is
+the lock's own ``timeout``; a request that goes unanswered gets at least a
+second before it counts as unreachable (``patient``'s first try), so a
+non-blocking call waits about that long for a server that stopped answering
+while the connection still looked fine.
+
 Async code waits on a daemon thread of its own, one per waiting call, not on
 the loop's default executor. A long wait must not take a slot that
 ``sync_to_async``/``run_in_executor`` and the releases need (waiters filling
@@ -31,7 +44,15 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from zk_recipes import DEFAULT_PREFIX, ConfigurationError, Lock, WrongTypeError, ZkClient
+from zk_recipes import (
+    DEFAULT_PREFIX,
+    ConfigurationError,
+    Lock,
+    ProcessClient,
+    UnavailableError,
+    WrongTypeError,
+    ZkClient,
+)
 from zk_recipes.frameworks._lock_paths import lock_path
 
 T = TypeVar("T")
@@ -42,29 +63,33 @@ RECALL = 0.05
 
 
 class LockTarget:
-    """The lock of one call: ``LockTarget("invoice-7", get_client, prefix="/shop")``.
+    """The lock of one call: ``LockTarget("invoice-7", process_client, prefix="/shop")``.
 
-    ``client`` is called (on the waiting thread) for the connected client
-    that takes the lock, on ``lock_path(name, prefix)``; ``identifier`` goes
-    into the node's owner data; ``timeout``: seconds to wait, 0 not to wait,
-    None without limit. ``acquire()`` / ``await acquire_async()`` give the
-    held ``Lock``, or None when not acquired in time; ``refusal()`` says so
-    in words, for a ``LockTimeout``. ``release_lock_async(lock)`` releases
-    from async code.
+    ``client`` is the process's ``ProcessClient`` (its connected client now,
+    or ``UnavailableError`` at once), or a callable called on the waiting
+    thread for a connected client; the lock is ``lock_path(name, prefix)``;
+    ``identifier`` goes into the node's owner data; ``timeout``: seconds to
+    wait, 0 not to wait, None without limit. ``acquire()`` / ``await
+    acquire_async()`` give the held ``Lock``, None when another contender
+    kept it from us until the timeout, and raise ``UnavailableError`` when
+    ZooKeeper could not be reached; ``refusal()`` says "not acquired" in
+    words, for a ``LockTimeout``. ``release_lock_async(lock)`` releases from
+    async code.
     """
 
     def __init__(
         self,
         name: str,
-        client: Callable[[], ZkClient],
+        client: ProcessClient | Callable[[], ZkClient],
         *,
         prefix: str = DEFAULT_PREFIX,
         identifier: str | None = None,
         timeout: float | None = None,
     ) -> None:
-        if not callable(client):
+        if not (isinstance(client, ProcessClient) or callable(client)):
             raise WrongTypeError(
-                f"client must be a callable that returns a connected ZkClient, got {client!r}"
+                "client must be a ProcessClient, or a callable that returns a connected "
+                f"ZkClient, got {client!r}"
             )
         self.name = name
         self.path = lock_path(name, prefix)
@@ -91,13 +116,44 @@ class LockTarget:
     def __repr__(self) -> str:
         return f"<LockTarget {self.path} timeout={self.timeout!r}>"
 
+    def connected_client(self) -> ZkClient:
+        """The client, connected now; UnavailableError (at once) when it is not."""
+        source = self._client
+        if isinstance(source, ProcessClient):
+            return source.available()
+        client = source()
+        state = client.state
+        if state is None or not state.is_connected:
+            problem = client.connection_problem
+            raise UnavailableError(
+                f"the connection to ZooKeeper at {client.connect_string} is "
+                f"{state.name if state is not None else 'not made yet'}"
+                f"{f' ({problem})' if problem else ''}",
+                problem,
+            )
+        return client
+
     def new_lock(self) -> Lock:
-        """A new ``Lock`` on the target's path, with the client the factory gives."""
-        return Lock(self._client(), self.path, identifier=self.identifier)
+        """A new ``Lock`` on the target's path, with a connected client (else UnavailableError)."""
+        return Lock(self.connected_client(), self.path, identifier=self.identifier)
 
     def take(self, lock: Lock) -> bool:
-        """Acquire ``lock`` as the target says (no wait, a timeout, or none); True if held."""
-        return lock.acquire(blocking=self.timeout != 0, timeout=self.timeout or None)
+        """Acquire ``lock`` as the target says; True if held, False if another has it.
+
+        UnavailableError when the acquire gave up unable to reach ZooKeeper:
+        nobody was seen holding the lock, so it is not "busy".
+        """
+        if lock.acquire(blocking=self.timeout != 0, timeout=self.timeout or None):
+            return True
+        if lock.statistics().refusal == "unreachable":
+            client = lock.client
+            problem = client.connection_problem
+            raise UnavailableError(
+                f"ZooKeeper at {client.connect_string} did not answer while taking the lock "
+                f"{self.name!r} ({self.path}){f': {problem}' if problem else ''}",
+                problem,
+            )
+        return False
 
     def refusal(self) -> str:
         """Why the lock was not acquired, naming it (for ``LockTimeout``)."""

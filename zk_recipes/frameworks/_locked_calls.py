@@ -12,8 +12,18 @@ here, once:
   a lock was lost while a function held it;
 - ``LockPlan`` + ``locked_call``: the decorated call, sync or async: render
   the name, take the lock (``LockTarget``; async waits on a thread of its
-  own), answer when busy, run, release in ``finally``;
+  own), answer when busy or when ZooKeeper is unavailable, run, release in
+  ``finally``;
 - ``LockedBlock``: ``with`` / ``async with`` around a block, entered once.
+
+Unavailable is not busy. When ``LockTarget`` raises ``UnavailableError``
+(the client is not connected, or ZooKeeper did not answer the attempt),
+``on_unavailable`` decides, at once: an HTTP status (503 by default: the
+face answers it with a ``Retry-After`` of ``RETRY_AFTER`` seconds),
+``"raise"`` (the ``UnavailableError`` goes to the caller), ``"run"`` (the
+function or block runs without the lock, and a warning says so: only for
+work that is safe to run twice at once), or a callable answering in the
+function's place. "Busy" (``on_busy``) stays for a lock someone else holds.
 """
 
 from __future__ import annotations
@@ -24,17 +34,23 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast
 
-from zk_recipes import Lock, LockTimeout, RecipeUsageError, WrongTypeError
+from zk_recipes import Lock, LockTimeout, RecipeUsageError, UnavailableError, WrongTypeError
 from zk_recipes.frameworks._lock_names import LockNameTemplate
 from zk_recipes.frameworks._lock_target import LockTarget, release_lock_async
 
 P = ParamSpec("P")
 R = TypeVar("R")
+#: What a block gives its ``as`` target: the held Lock, or None too with ``"run"``.
+L = TypeVar("L", bound="Lock | None")
 
 #: Shows a held lock to the call (``request.zk_lock = lock``); returns the undo.
 Attach = Callable[[Lock], Callable[[], None]]
+#: What a locked call or block does when ZooKeeper is unavailable (module docstring).
+OnUnavailable = int | Literal["raise", "run"] | Callable[..., Any]
+#: The ``Retry-After`` (seconds) of a face's 503: about a reconnect's time, not a promise.
+RETRY_AFTER = 5
 
 
 class HeldLocks:
@@ -98,13 +114,41 @@ def check_on_busy(on_busy: object) -> None:
         )
 
 
+def check_on_unavailable(on_unavailable: object, *, statuses: bool = True) -> None:
+    """An HTTP status (when ``statuses``), "raise", "run" or a callable; else WrongTypeError."""
+    if on_unavailable in ("raise", "run") or (callable(on_unavailable) and statuses):
+        return
+    is_status = isinstance(on_unavailable, int) and not isinstance(on_unavailable, bool)
+    if statuses and is_status and 100 <= on_unavailable <= 599:  # type: ignore[operator]
+        return
+    choices = (
+        'an HTTP status (like 503), "raise", "run" or a callable'
+        if statuses
+        else '"raise" or "run" (a block cannot answer a request with a status: decorate '
+        "the view, or catch UnavailableError)"
+    )
+    raise WrongTypeError(f"on_unavailable must be {choices}, got {on_unavailable!r}")
+
+
+def ran_unguarded(log: logging.Logger, where: str, exc: UnavailableError) -> None:
+    """The warning of an ``on_unavailable="run"`` call: it ran without its lock."""
+    log.warning(
+        "%s ran WITHOUT its lock (on_unavailable='run'): %s",
+        where,
+        exc,
+        extra={"zk_event": "lock.unguarded"},
+    )
+
+
 @dataclasses.dataclass
 class LockPlan:
-    """A decorated function's lock, and the framework's three answers.
+    """A decorated function's lock, and the framework's answers.
 
     ``make_target(name, identifier, timeout)`` gives the call's ``LockTarget``;
     ``refuse(status, target, args)`` answers a busy lock when ``on_busy`` is a
-    status; ``attach(args)`` shows the held lock to the call (or None).
+    status; ``attach(args)`` shows the held lock to the call (or None);
+    ``unavailable(status, error, args)`` answers an unreachable ZooKeeper when
+    ``on_unavailable`` is a status (None: the error is raised instead).
     """
 
     template: LockNameTemplate
@@ -115,6 +159,8 @@ class LockPlan:
     make_target: Callable[[str, str, float | None], LockTarget]
     refuse: Callable[[int, LockTarget, Sequence[Any]], Any]
     attach: Callable[[Sequence[Any]], Attach | None]
+    on_unavailable: OnUnavailable = 503
+    unavailable: Callable[[int, UnavailableError, Sequence[Any]], Any] | None = None
 
     @property
     def where(self) -> str:
@@ -132,6 +178,24 @@ class LockPlan:
     def hold(self, lock: Lock, args: Sequence[Any]) -> Holding:
         return self.held.hold(lock, self.where, self.attach(args))
 
+    def runs_unguarded(self, exc: UnavailableError) -> bool:
+        """True (and warned) when ``on_unavailable="run"``: the call runs without the lock."""
+        if self.on_unavailable != "run":
+            return False
+        ran_unguarded(self.held._log, self.where, exc)
+        return True
+
+    def answer_unavailable(
+        self, exc: UnavailableError, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> Any:
+        """The answer when ZooKeeper is unavailable (not "run": see ``runs_unguarded``)."""
+        choice = self.on_unavailable
+        if callable(choice):
+            return choice(*args, **kwargs)
+        if isinstance(choice, int) and self.unavailable is not None:
+            return self.unavailable(choice, exc, args)
+        raise exc
+
 
 def locked_call(func: Callable[P, R], plan: LockPlan, *, is_async: bool) -> Callable[P, R]:
     """``func`` run only while holding ``plan``'s lock; ``is_async`` for coroutine functions."""
@@ -144,7 +208,12 @@ def _sync_call(func: Callable[P, R], plan: LockPlan) -> Callable[P, R]:
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         target = plan.target(args, kwargs)
-        lock = target.acquire()
+        try:
+            lock = target.acquire()
+        except UnavailableError as exc:
+            if plan.runs_unguarded(exc):
+                return func(*args, **kwargs)
+            return plan.answer_unavailable(exc, args, kwargs)  # type: ignore[no-any-return]
         if lock is None:
             return plan.busy(target, args, kwargs)  # type: ignore[no-any-return]
         holding = plan.hold(lock, args)
@@ -160,7 +229,13 @@ def _async_call(func: Callable[P, Any], plan: LockPlan) -> Callable[P, Any]:
     @functools.wraps(func)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
         target = plan.target(args, kwargs)
-        lock = await target.acquire_async()
+        try:
+            lock = await target.acquire_async()
+        except UnavailableError as exc:
+            if plan.runs_unguarded(exc):
+                return await func(*args, **kwargs)
+            answer = plan.answer_unavailable(exc, args, kwargs)
+            return await answer if inspect.isawaitable(answer) else answer
         if lock is None:
             answer = plan.busy(target, args, kwargs)
             return await answer if inspect.isawaitable(answer) else answer
@@ -174,12 +249,15 @@ def _async_call(func: Callable[P, Any], plan: LockPlan) -> Callable[P, Any]:
     return wrapper
 
 
-class LockedBlock:
+class LockedBlock(Generic[L]):
     """One block under a lock: ``with`` or ``async with``, entered once.
 
     ``make_target()`` is called at the enter; ``label`` names the block in
     messages (``<label state>``) and ``call`` is how the user wrote it
     (``locked()``, ``zk.lock()``), for the message of a second enter.
+    ``on_unavailable``: "raise" (``UnavailableError``), "run" (the block runs
+    without the lock and gets None), or a status that ``unavailable(status,
+    error)`` turns into the exception to raise (a face's HTTP error).
     """
 
     def __init__(
@@ -190,12 +268,16 @@ class LockedBlock:
         *,
         label: str,
         call: str,
+        on_unavailable: int | Literal["raise", "run"] = "raise",
+        unavailable: Callable[[int, UnavailableError], BaseException] | None = None,
     ) -> None:
         self._make_target = make_target
         self._held = held
         self._where = where
         self._label = label
         self._call = call
+        self._on_unavailable = on_unavailable
+        self._unavailable = unavailable
         self._used = False
         self._holding: Holding | None = None
 
@@ -208,27 +290,47 @@ class LockedBlock:
         self._used = True
         return self._make_target()
 
-    def __enter__(self) -> Lock:
-        target = self._target()
-        lock = target.acquire()
+    def _entered(self, target: LockTarget, lock: Lock | None) -> L:
         if lock is None:
             raise LockTimeout(target.refusal())
         self._holding = self._held.hold(lock, self._where)
-        return lock
+        return cast(L, lock)
+
+    def _outage(self, exc: UnavailableError) -> L:
+        """None for "run" (warned); else the error, or the face's for a status, is raised."""
+        choice = self._on_unavailable
+        if choice == "run":
+            ran_unguarded(self._held._log, self._where, exc)
+            return cast(L, None)
+        if isinstance(choice, int) and self._unavailable is not None:
+            error = self._unavailable(choice, exc)
+            if error is not exc:
+                raise error from exc
+        raise exc
+
+    def __enter__(self) -> L:
+        target = self._target()
+        try:
+            lock = target.acquire()
+        except UnavailableError as exc:
+            return self._outage(exc)
+        return self._entered(target, lock)
 
     def __exit__(self, *exc_info: object) -> None:
-        self._end().release()
+        if self._holding is not None or self._on_unavailable != "run":
+            self._end().release()
 
-    async def __aenter__(self) -> Lock:
+    async def __aenter__(self) -> L:
         target = self._target()
-        lock = await target.acquire_async()
-        if lock is None:
-            raise LockTimeout(target.refusal())
-        self._holding = self._held.hold(lock, self._where)
-        return lock
+        try:
+            lock = await target.acquire_async()
+        except UnavailableError as exc:
+            return self._outage(exc)
+        return self._entered(target, lock)
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await release_lock_async(self._end())
+        if self._holding is not None or self._on_unavailable != "run":
+            await release_lock_async(self._end())
 
     def _end(self) -> Lock:
         holding, self._holding = self._holding, None
@@ -245,11 +347,15 @@ class LockedBlock:
 
 
 __all__ = [
+    "RETRY_AFTER",
     "Attach",
     "HeldLocks",
     "Holding",
     "LockPlan",
     "LockedBlock",
+    "OnUnavailable",
     "check_on_busy",
+    "check_on_unavailable",
     "locked_call",
+    "ran_unguarded",
 ]
