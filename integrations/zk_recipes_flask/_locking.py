@@ -147,8 +147,10 @@ class LockUnavailable(UnavailableError, HTTPException):
     response = None
 
     def __init__(self, message: str, problem: str | None = None) -> None:
-        UnavailableError.__init__(self, message, problem)
-        HTTPException.__init__(self, message)
+        # Not through werkzeug's __init__ (the 503 class would take the message,
+        # which names the ensemble, for the body): the body says no more than busy's.
+        Exception.__init__(self, message)
+        self.problem = problem
 
     def get_body(
         self, environ: WSGIEnvironment | None = None, scope: dict[str, Any] | None = None

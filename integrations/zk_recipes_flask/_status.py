@@ -13,7 +13,12 @@ answers 503 ``CONNECTING``; a load balancer's next probe sees the result.
 as ``zk-recipes status`` exits 0; it would include READ_ONLY, which no client
 reaches: read-only servers are refused). 503 while SUSPENDED (the session may live on, but no
 request can be served), LOST (the session is gone; the client is
-reconnecting with a new one) or before the first connection.
+reconnecting with a new one), before the first connection (``CONNECTING``)
+and once an attempt at it failed (``UNREACHABLE``). Beside ``state``, for
+monitors that should not compare strings: ``connected`` (requests can be
+served; RECONNECTED counts, which ``state == "CONNECTED"`` would miss) and
+``writable`` (connected to a server that takes writes), and ``last_error``:
+why the client is not connected, in words (``ZkClient.connection_problem``).
 
 The page waits up to ``PAGE_CONNECT_SECONDS`` for a connection (it is for
 people), then shows the connection (``zk_recipes.frameworks.connection_report``)
@@ -33,7 +38,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, render_template
 
-from zk_recipes import ZkRecipesError, holders
+from zk_recipes import ConnectionState, ZkRecipesError, holders
 from zk_recipes.frameworks import (
     RecipeRow,
     connection_report,
@@ -50,7 +55,7 @@ StateOf = Callable[[], AppState]
 PAGE_CONNECT_SECONDS = 3.0
 #: The page's template, in this package's templates folder.
 TEMPLATE = "zk_recipes_flask/status.html"
-#: The keys of the health answer (a subset of ``connection_report``).
+#: The keys of the health answer taken from ``connection_report``.
 HEALTH_KEYS = ("state", "session_id", "negotiated_session_timeout")
 
 
@@ -72,15 +77,19 @@ def status_blueprint(state_of: StateOf, name: str) -> Blueprint:
 def _health(state: AppState) -> Response:
     process_client = state.process_client
     client = process_client.current()
+    problem = client.connection_problem if client is not None else None
     if client is None or client.is_closed or client.state is None:
         process_client.start_in_background()  # no-op while a start is under way
         body: dict[str, Any] = dict.fromkeys(HEALTH_KEYS)
-        body["state"] = "CONNECTING"
-        status = 503
+        body["state"] = "UNREACHABLE" if problem else "CONNECTING"
+        connected = writable = False
     else:
         report = connection_report(client, server=False)
         body = {key: report[key] for key in HEALTH_KEYS}
-        status = 200 if client.state.is_connected else 503
+        connected = client.state.is_connected
+        writable = connected and client.state is not ConnectionState.READ_ONLY
+    body.update(connected=connected, writable=writable, last_error=problem)
+    status = 200 if connected else 503
     response = jsonify(body)
     response.status_code = status
     response.headers["Cache-Control"] = "no-store"

@@ -13,7 +13,13 @@ from flask import Flask, url_for
 
 from tests.integrations.flask.conftest import AppFactory
 from zk_recipes import ConfigurationError, ConnectionState, ZkClient
-from zk_recipes.testing import StateRecorder, TcpProxy, ZooKeeperServer, wait_until
+from zk_recipes.testing import (
+    StateRecorder,
+    TcpProxy,
+    ZooKeeperServer,
+    free_ports,
+    wait_until,
+)
 from zk_recipes_flask import ZkRecipes
 
 LOCKS = "/zk-recipes/locks"
@@ -30,7 +36,14 @@ def health(app: Flask) -> tuple[int, dict[str, object]]:
     assert answer.content_type == "application/json"
     assert answer.headers["Cache-Control"] == "no-store"
     body = answer.get_json()
-    assert set(body) == {"state", "session_id", "negotiated_session_timeout"}
+    assert set(body) == {
+        "state",
+        "connected",
+        "writable",
+        "last_error",
+        "session_id",
+        "negotiated_session_timeout",
+    }
     return answer.status_code, body
 
 
@@ -48,6 +61,9 @@ def test_health_is_200_while_connected(make_app: AppFactory) -> None:
     assert status == 200
     assert body == {
         "state": "CONNECTED",
+        "connected": True,
+        "writable": True,
+        "last_error": None,
         "session_id": session_of(client),
         "negotiated_session_timeout": client.negotiated_session_timeout,
     }
@@ -60,6 +76,7 @@ def test_health_without_a_client_starts_one_in_the_background_and_says_503(
     assert zk.state(app).process_client.current() is None
     status, body = health(app)
     assert (status, body["state"], body["session_id"]) == (503, "CONNECTING", None)
+    assert (body["connected"], body["writable"]) == (False, False)
     assert zk.state(app).process_client.current() is not None  # made, and connecting
     wait_until(lambda: health(app)[0] == 200, "the background start connected")
     assert health(app)[1]["session_id"] == session_of(zk.get_client(app))
@@ -82,6 +99,20 @@ def test_health_answers_at_once_while_the_connection_hangs(
     wait_until(lambda: health(app)[0] == 200, "connected once the network healed", timeout=20.0)
 
 
+def test_health_of_an_ensemble_that_refuses_says_unreachable_and_why(
+    make_app: AppFactory,
+) -> None:
+    (port,) = free_ports(1)
+    app, _ = status_app(
+        make_app, ZK_RECIPES_HOSTS=f"127.0.0.1:{port}", ZK_RECIPES_CONNECTION_TIMEOUT=30.0
+    )
+    assert health(app)[0] == 503
+    wait_until(lambda: health(app)[1]["state"] == "UNREACHABLE", "the first attempt failed")
+    status, body = health(app)
+    assert (status, body["connected"], body["writable"]) == (503, False, False)
+    assert "Connection refused" in str(body["last_error"])
+
+
 @pytest.mark.slow
 def test_health_is_503_while_the_server_is_paused_past_expiry_then_200_with_a_new_session(
     make_app: AppFactory, zk_private_server: ZooKeeperServer
@@ -99,6 +130,7 @@ def test_health_is_503_while_the_server_is_paused_past_expiry_then_200_with_a_ne
         status, body = health(app)
         assert status == 503
         assert body["state"] in ("SUSPENDED", "LOST")
+        assert body["connected"] is False
         lost = recorder.wait_for(ConnectionState.LOST)
         assert lost.simulated  # the client gave the session up; the server sleeps
         status, body = health(app)
@@ -108,6 +140,7 @@ def test_health_is_503_while_the_server_is_paused_past_expiry_then_200_with_a_ne
     wait_until(lambda: health(app)[0] == 200, "health is 200 again", timeout=20.0)
     status, body = health(app)
     assert body["state"] in ("CONNECTED", "RECONNECTED")
+    assert body["connected"] is True  # RECONNECTED too: compare this, not the state
     assert body["session_id"] not in (before, None)
     assert body["session_id"] == session_of(client)
 

@@ -3,7 +3,8 @@
 Its ZooKeeper settings come from ``SHOP_ZK_*`` environment variables into
 ``app.config``, as an app's own configuration code would put them there: the
 tests keep ``ZK_RECIPES_*`` out of the child's environment, so what
-``flask zk`` uses can only be the app's config.
+``flask zk`` uses can only be the app's config. Served by gunicorn in
+test_gunicorn.py: a locked view (``/charge/<id>``) and the status blueprint.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from zk_recipes_flask import ZkRecipes
 zk = ZkRecipes()
 
 
+@zk.locked("charge-{id}")
+def charge(id: int) -> str:
+    return f"charged {id}\n"
+
+
 def create_app() -> Flask:
     app = Flask(__name__)
     app.config.update(
@@ -26,4 +32,6 @@ def create_app() -> Flask:
         ZK_RECIPES_CONNECTION_TIMEOUT=float(os.environ.get("SHOP_ZK_CONNECTION_TIMEOUT", "10")),
     )
     zk.init_app(app)
+    app.add_url_rule("/charge/<int:id>", view_func=charge)
+    app.register_blueprint(zk.status_blueprint(), url_prefix="/zk")
     return app
