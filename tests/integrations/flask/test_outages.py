@@ -162,7 +162,7 @@ def test_outside_a_request_a_status_is_the_plain_error(make_app: AppFactory) -> 
 
 def test_bad_on_unavailable_values_say_what_is_allowed(make_app: AppFactory) -> None:
     _, zk = make_app()
-    with pytest.raises(TypeError, match='an HTTP status .like 503., "raise", "run"'):
+    with pytest.raises(TypeError, match=r'an HTTP status .like 503., "raise", "run"'):
         zk.locked("x", on_unavailable="ignore")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="has no function to call in its place"):
         zk.lock("x", on_unavailable=lambda: None)  # type: ignore[call-overload]
@@ -177,7 +177,7 @@ def test_locked_above_the_route_is_refused_at_import_and_at_request(
         return "unlocked!"
 
     registered = app.get("/misordered")(view)
-    with pytest.raises(RecipeUsageError, match="put @zk.locked below @app.route"):
+    with pytest.raises(RecipeUsageError, match=r"put @zk\.locked below @app\.route"):
         zk.locked("x")(registered)
 
     # A blueprint registers later: the request itself is refused.
