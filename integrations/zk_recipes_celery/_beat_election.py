@@ -23,7 +23,13 @@ import time
 import weakref
 from typing import Any
 
-from zk_recipes import ConnectionState, LeaderLatch, ZkRecipesError
+from zk_recipes import (
+    ConnectionLostError,
+    ConnectionState,
+    LeaderLatch,
+    ZkRecipesError,
+    ZkTimeoutError,
+)
 from zk_recipes_celery._lifecycle import AppState, app_state
 
 log = logging.getLogger("zk_recipes.celery.beat")
@@ -68,10 +74,18 @@ class BeatElection:
             self._joiner.start()
 
     def _join(self) -> None:
+        """Connect and queue, trying until it works or the election is closed.
+
+        An unreachable ensemble is said once, at WARNING, the moment it is
+        known (``ProcessClient.available()``: a refused connection at once, a
+        silent server after a second), with the ensemble and the reason;
+        the retries after it are DEBUG, and the join that ends them INFO.
+        """
         delay = 0.5
+        failures = 0
         while not self._closed.is_set():
             try:
-                client = self._state.process_client.get()
+                client = self._state.process_client.available()
                 path = self._state.config.beat_path
                 latch = LeaderLatch(client, path, self.identifier)
                 latch.add_listener(_RoleLogger(path, self.identifier))
@@ -80,12 +94,23 @@ class BeatElection:
                         return
                     latch.start()
                     self._latch = latch
-                log.info("beat %s joined the election at %s", self.identifier, path)
+                log.info(
+                    "beat %s joined the election at %s%s",
+                    self.identifier,
+                    path,
+                    f" after {failures} failed attempt(s)" if failures else "",
+                )
                 return
             except ZkRecipesError as exc:
-                log.error(
-                    "beat %s cannot join the election yet: %s; retrying in %.1fs "
-                    "(no leader-only entry is sent meanwhile)",
+                failures += 1
+                outage = isinstance(exc, (ConnectionLostError, ZkTimeoutError))
+                level = logging.DEBUG if failures > 1 and outage else logging.WARNING
+                if not outage:
+                    level = logging.ERROR
+                log.log(
+                    level,
+                    "beat %s cannot join the election: %s; no leader-only entry is sent until "
+                    "it does (retrying, next in %.1fs)",
                     self.identifier,
                     exc,
                     delay,

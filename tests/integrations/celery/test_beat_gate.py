@@ -10,6 +10,7 @@ SUSPENDED; tasks run eagerly, so "sent" means "ran here". Both gates: a
 from __future__ import annotations
 
 import datetime
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +19,7 @@ from celery import Celery, _state, beat as celery_beat
 from celery.beat import ScheduleEntry
 
 import zk_recipes_celery as zc
-from zk_recipes.testing import TcpProxy, wait_until
+from zk_recipes.testing import TcpProxy, free_ports, wait_until
 from zk_recipes_celery._beat_election import BeatRole, beat_election
 from zk_recipes_celery._beat_gate import UNKNOWN_ROLE_POLL
 
@@ -117,3 +118,31 @@ def test_a_blip_between_the_decision_and_the_send_does_not_drop_the_entry(
     beat.scheduler.apply_entry(entry)
 
     assert beat.sent == ["report"], "decided once: sent (the blip came after the decision)"
+
+
+def test_an_unreachable_ensemble_is_said_once_with_the_reason(
+    zk_namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    (port,) = free_ports(1)
+    app = Celery("nowhere", broker="memory://", backend="cache+memory://", set_as_current=False)
+    app.conf.zk_recipes_hosts = f"127.0.0.1:{port}"
+    app.conf.zk_recipes_namespace = zk_namespace
+    try:
+        with caplog.at_level(logging.DEBUG, logger="zk_recipes.celery.beat"):
+            election = beat_election(app)
+            election.join()
+            wait_until(
+                lambda: len([r for r in caplog.records if "cannot join" in r.getMessage()]) >= 3,
+                "three attempts to join",
+                timeout=30,
+            )
+            assert election.role() is BeatRole.UNKNOWN
+        attempts = [r for r in caplog.records if "cannot join" in r.getMessage()]
+        assert [r.levelno for r in attempts[:3]] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
+        said = attempts[0].getMessage()
+        assert f"127.0.0.1:{port}" in said
+        assert "Connection refused" in said
+        assert "no leader-only entry is sent" in said
+    finally:
+        zc.close_clients()
+        app.close()

@@ -123,6 +123,20 @@ def test_unreachable_zookeeper_and_bad_settings_have_their_codes(
     assert 'ZK_RECIPES["default"]["SESSION_TIMEOUT"]' in run.stderr
 
 
+def test_zkstatus_of_an_unreachable_ensemble_says_why_and_no_kazoo_line(
+    zk_namespace: str,
+) -> None:
+    (port,) = free_ports(1)
+    closed = Manage(manage_env(f"127.0.0.1:{port}", zk_namespace))
+    run = closed.run(["zkstatus", "--skip-checks"])
+    assert run.returncode == ExitCode.UNAVAILABLE, run.stderr
+    assert "unreachable: no connection to ZooKeeper" in run.stdout
+    assert "Connection refused" in run.stdout
+    # kazoo's own line per attempt is DEBUG: nothing of it without -v.
+    assert "Connection dropped" not in run.stderr
+    assert "kazoo" not in run.stderr
+
+
 @pytest.mark.slow
 def test_exec_child_is_terminated_when_the_session_is_lost(
     zk_proxy: TcpProxy, zk_namespace: str, tmp_path: Path

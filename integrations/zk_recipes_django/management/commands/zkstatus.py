@@ -51,7 +51,7 @@ class Command(BaseCommand):  # type: ignore[misc]
             self.stdout.write(json.dumps({"aliases": reports}, indent=2))
         else:
             for alias in names:
-                self._print(alias, options["path"])
+                self._print(alias, options["path"], reports[alias].get("error"))
         unreachable = sorted(alias for alias, report in reports.items() if "error" in report)
         if unreachable:
             raise CommandError(
@@ -61,7 +61,9 @@ class Command(BaseCommand):  # type: ignore[misc]
 
     def _report(self, alias: str, path: str) -> dict[str, Any]:
         try:
-            client = _clients.get_client(alias, timeout=CONNECT_SECONDS)
+            # A refused connection or a name that does not resolve answers at once;
+            # a server that does not answer gets CONNECT_SECONDS.
+            client = _clients.process_client(alias).available(wait=CONNECT_SECONDS)
         except ZkRecipesError as exc:
             return {"hosts": _settings.config(alias).client.hosts, "error": str(exc)}
         return {
@@ -69,12 +71,12 @@ class Command(BaseCommand):  # type: ignore[misc]
             "holders": [recipe.as_dict() for recipe in zk_recipes.holders(client, path)],
         }
 
-    def _print(self, alias: str, path: str) -> None:
+    def _print(self, alias: str, path: str, error: str | None) -> None:
         out = self.stdout
         out.write(self.style.MIGRATE_HEADING(f"ZooKeeper alias {alias!r}"))
         client = _clients.current_client(alias)
-        if client is None or not client.is_started:
-            out.write(f"  unreachable: {_settings.config(alias).client.hosts}")
+        if error is not None or client is None:
+            out.write(f"  unreachable: {error or _settings.config(alias).client.hosts}")
             return
         print_status(client, out=out)
         out.write("")
