@@ -44,6 +44,7 @@ def test_a_face_on_the_framework_kit() -> None:
     assert "status page: /zk-recipes/locks/invoice-7 (lock): ['holder']" in out
     assert "the send: 200 invoice 7 sent, fencing token" in out
     assert "after it: 0 holders on the page" in out
+    assert "with ZooKeeper paused: 503 ZooKeeper is unavailable, try again shortly." in out
     assert "demo finished" in out
 
 

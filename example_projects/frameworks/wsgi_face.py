@@ -2,14 +2,15 @@
 
 A plain WSGI app (the standard library's wsgiref, no framework) gets what
 Django's ``@zk_lock`` and Flask's ``@zk.locked`` give: a lock per call named
-from the view's arguments, 423 when it is held elsewhere, the held lock
-shown to the view, and a status page of who holds what. Everything here that
-is not about WSGI is ``zk_recipes.frameworks`` (docs/frameworks.md).
+from the view's arguments, 423 when it is held elsewhere, 503 at once when
+ZooKeeper cannot be reached, the held lock shown to the view, and a status
+page of who holds what. Everything here that is not about WSGI is
+``zk_recipes.frameworks`` (docs/frameworks.md).
 
 The demo starts a throwaway ZooKeeper, serves the app on a free port, sends
 three requests for one invoice at once (one is served, two answer 423, and
-the one served holds its lock until the demo tells it to finish), then
-prints the status page.
+the one served holds its lock until the demo tells it to finish), prints the
+status page, then pauses the server: the next request answers 503, not 423.
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from zk_recipes import DEFAULT_PREFIX, ClientSettings, Lock, ProcessClient, holders
 from zk_recipes.frameworks import (
+    RETRY_AFTER,
     HeldLocks,
     LockNameTemplate,
     LockPlan,
     LockTarget,
     check_on_busy,
+    check_on_unavailable,
     connection_report,
     connection_rows,
     locked_call,
@@ -69,6 +72,7 @@ class ZkFace:
         """``@face.locked("invoice-{number}")``: the view runs only while holding that lock."""
         wait = LockTarget.check_timeout(timeout)
         check_on_busy(on_busy)
+        check_on_unavailable(503)
 
         def decorate(view: Callable[..., Answer]) -> Callable[..., Answer]:
             plan = LockPlan(
@@ -80,16 +84,19 @@ class ZkFace:
                 make_target=self._target,
                 refuse=_refuse,
                 attach=_attach_to_request,
+                on_unavailable=503,  # ZooKeeper down: 503 at once, never "busy"
+                unavailable=_unavailable,
             )
             return locked_call(view, plan, is_async=inspect.iscoroutinefunction(view))
 
         return decorate
 
     def _target(self, name: str, identifier: str, timeout: float | None) -> LockTarget:
-        # The client is asked for on the waiting thread, so a view never connects on import.
+        # The ProcessClient: connected now, or UnavailableError at once (no connect on import,
+        # no wait for a connection timeout during an outage).
         return LockTarget(
             name,
-            self.process_client.get,
+            self.process_client,
             prefix=self.prefix,
             identifier=identifier,
             timeout=timeout,
@@ -109,6 +116,10 @@ class ZkFace:
 
 def _refuse(status: int, target: LockTarget, args: Sequence[Any]) -> Answer:
     return status, "busy, try again shortly.\n"
+
+
+def _unavailable(status: int, error: Exception, args: Sequence[Any]) -> Answer:
+    return status, "ZooKeeper is unavailable, try again shortly.\n"
 
 
 def _attach_to_request(args: Sequence[Any]) -> Callable[[Lock], Callable[[], None]] | None:
@@ -151,8 +162,11 @@ def make_app(
             content_type = "application/json"
         else:
             status, body, content_type = 404, "not found\n", "text/plain"
-        reason = {200: "OK", 404: "Not Found", 423: "Locked"}.get(status, "")
-        start_response(f"{status} {reason}", [("Content-Type", content_type)])
+        reason = {200: "OK", 404: "Not Found", 423: "Locked", 503: "Service Unavailable"}
+        headers = [("Content-Type", content_type)]
+        if status == 503:
+            headers.append(("Retry-After", str(RETRY_AFTER)))
+        start_response(f"{status} {reason.get(status, '')}", headers)
         return [body.encode()]
 
     return app
@@ -211,6 +225,12 @@ def main() -> None:
             sender.join(30)
             print(f"the send: {first[0][0]} {first[0][1].strip()}")
             print(f"after it: {_get(f'{base}/zk')[1].count('holder')} holders on the page")
+            zk.pause()  # ZooKeeper stops answering: nobody can be seen holding anything
+            try:
+                code, body = _get(f"{base}/invoice/8")
+                print(f"with ZooKeeper paused: {code} {body.strip()}")
+            finally:
+                zk.resume()
         finally:
             server.shutdown()
             face.process_client.close()

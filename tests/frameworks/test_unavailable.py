@@ -39,11 +39,13 @@ def proxy(zk_server: ZooKeeperServer) -> Iterator[TcpProxy]:
         yield proxy
 
 
-def _settings(hosts: str, namespace: str) -> ClientSettings:
+def _settings(
+    hosts: str, namespace: str, session_timeout: float = SESSION_TIMEOUT
+) -> ClientSettings:
     return ClientSettings(
         hosts=hosts,
         namespace=namespace,
-        session_timeout=SESSION_TIMEOUT,
+        session_timeout=session_timeout,
         connection_timeout=CONNECTION_TIMEOUT,
     )
 
@@ -56,8 +58,10 @@ def process_clients() -> Iterator[list[ProcessClient]]:
         process_client.close()
 
 
-def _process_client(made: list[ProcessClient], hosts: str, namespace: str) -> ProcessClient:
-    process_client = ProcessClient(_settings(hosts, namespace))
+def _process_client(
+    made: list[ProcessClient], hosts: str, namespace: str, session_timeout: float = SESSION_TIMEOUT
+) -> ProcessClient:
+    process_client = ProcessClient(_settings(hosts, namespace, session_timeout))
     made.append(process_client)
     return process_client
 
@@ -176,6 +180,24 @@ def test_a_waiter_cut_off_while_queued_is_told_unavailable_not_timed_out(
     finally:
         holder.release()
         proxy.heal()
+
+
+def test_a_silent_server_under_a_connected_client_is_told_in_about_a_second(
+    proxy: TcpProxy, zk_namespace: str, process_clients: list[ProcessClient]
+) -> None:
+    """Not when the session is declared LOST (2/3 of a 10 s session): the attempt's own bound."""
+    process_client = _process_client(
+        process_clients, proxy.connect_string, zk_namespace, session_timeout=10.0
+    )
+    target = LockTarget("report", process_client, timeout=0)
+    client = process_client.available()
+    proxy.blackhole()
+    began = time.monotonic()
+    with pytest.raises(UnavailableError, match="did not answer"):
+        target.acquire()
+    assert time.monotonic() - began < 10.0 * 2 / 3 - 2.0, "bounded by the attempt, not the LOST"
+    assert client.state is ConnectionState.CONNECTED, "the client had not noticed yet"
+    proxy.heal()
 
 
 def test_a_client_factory_that_is_not_connected_is_unavailable(

@@ -588,6 +588,7 @@ class ZkClient:
         acl: tuple[Acl, ...] | None = None,
         protected: bool = True,
         parents: bool = True,
+        timeout: float | None = None,
     ) -> tuple[CreateResult, list[str] | None]:
         """Create a node and read its parent's children in the same round trip.
 
@@ -598,14 +599,17 @@ class ZkClient:
 
         Once the node exists this never raises: the list is None when it could
         not be read, and the caller reads it again (a raise would leave our node
-        behind with nobody to delete it).
+        behind with nobody to delete it). ``timeout`` bounds the wait for the
+        create's reply (default: the connection timeout, then retries until
+        connected): past it, ``OperationTimeoutError``, and a protected node
+        the server may have made is deleted in the background.
         """
         _paths.validate_writable_path(path)
         data = self._checked_data(data, path)
         mode = CreateMode.checked(mode)
         self._usable()
         return self._creator.create_and_list(
-            self._abs(path), data, mode, acl, protected=protected, parents=parents
+            self._abs(path), data, mode, acl, protected=protected, parents=parents, timeout=timeout
         )
 
     def check_and_create(

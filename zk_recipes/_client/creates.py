@@ -43,6 +43,7 @@ its steps are short; splitting it would spread one protocol over files.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 import warnings
@@ -57,6 +58,7 @@ from zk_recipes._errors import (
     NoAuthError,
     NodeExistsError,
     NoNodeError,
+    OperationTimeoutError,
     SessionLost,
     UnsupportedFeatureError,
     ZkRecipesError,
@@ -379,20 +381,29 @@ class Creator:
         *,
         protected: bool,
         parents: bool,
+        timeout: float | None = None,
     ) -> tuple[CreateResult, list[str] | None]:
-        """Create and read the parent's children in one round trip (see the module note)."""
+        """Create and read the parent's children in one round trip (see the module note).
+
+        ``timeout``: the caller's bound (a non-blocking lock attempt). A reply
+        not there within it raises ``OperationTimeoutError`` instead of taking
+        the slower path that retries until connected; a protected node the
+        server may have made all the same is looked for and deleted in the
+        background, as after any failed protected create.
+        """
         client = self._client
         parent = _paths.parent_of(full)
         name = _paths.name_of(full)
         for attempt in range(PARENT_ATTEMPTS, 0, -1):
             conn = client._usable()
-            timeout = client._op_timeout
+            limit = client._op_timeout
+            timeout_now = limit if timeout is None else min(timeout, limit)
             prefix = _paths.protected_prefix(_paths.new_protected_id()) if protected else ""
             node = _paths.join(parent, prefix + name)
             created_pending = conn.create_async(node, data, mode, acl)
             listed_pending = conn.get_children_async(parent)
             try:
-                created, stat = created_pending.result(timeout)
+                created, stat = created_pending.result(timeout_now)
             except NoNodeError:
                 # The parent is missing: the server's definite "not created", so there
                 # is no node of ours to look for. Make the parents, then pipeline again.
@@ -404,10 +415,22 @@ class Creator:
                         client._rel(node),
                     ) from None
                 with contextlib.suppress(NoNodeError, *_UNANSWERED):
-                    listed_pending.result(timeout)
+                    listed_pending.result(timeout_now)
                 client.retry(lambda: self.ensure(parent))
                 continue
-            except _UNANSWERED:
+            except _UNANSWERED as exc:
+                if timeout is not None:
+                    # Bounded by the caller: no retrying here. A node of ours may exist.
+                    if protected:
+                        start_or_defer(
+                            "zk-recipes protected cleanup",
+                            functools.partial(self._delete_protected, parent, [prefix], mode),
+                        )
+                    if isinstance(exc, ConnectionLostError | SessionLost):
+                        raise
+                    raise OperationTimeoutError(
+                        f"no answer to the create of {client._rel(node)} within {timeout_now:g}s"
+                    ) from exc
                 # The reply was lost: the general (slower) path finds a node of ours
                 # if the server made one, and retries.
                 if protected:

@@ -177,12 +177,15 @@ class ContenderQueue:
         except NoNodeError:
             return []
 
-    def enter(self, data: bytes, token: str | None = None) -> tuple[Entry, list[str] | None]:
+    def enter(
+        self, data: bytes, token: str | None = None, timeout: float | None = None
+    ) -> tuple[Entry, list[str] | None]:
         """Create our node and read the queue in one round trip; the queue comes sorted.
 
         The list is None when it could not be read (our node exists all the
         same: re-read it). Raises SequenceOverflowError, our node deleted,
-        when the directory's sequence numbers have wrapped.
+        when the directory's sequence numbers have wrapped. ``timeout``
+        bounds the wait for the create (``ZkClient.create_and_list``).
         """
         created, children = self.client.create_and_list(
             _paths.join(self.path, token or self.token),
@@ -190,6 +193,7 @@ class ContenderQueue:
             mode=CreateMode.EPHEMERAL_SEQUENTIAL,
             protected=True,
             parents=True,
+            timeout=timeout,
         )
         owner = created.stat.ephemeral_owner
         entry = Entry(
@@ -300,7 +304,7 @@ class ContenderQueue:
             return patient(
                 self.client,
                 deadline,
-                lambda _limit: self.enter(data, token),
+                lambda limit: self.enter(data, token, limit),
                 cancel=cancel,
                 also=(RetriesExhaustedError,),
                 what=f"queueing in {self.path}",
