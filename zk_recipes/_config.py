@@ -217,7 +217,9 @@ SETTINGS: tuple[Setting, ...] = (
     _client(
         "max_data_bytes",
         "int",
-        "Larger node data is refused before it is sent; match the servers' jute.maxbuffer.",
+        "Larger node data is refused before it is sent, and so is any request over "
+        "max_data_bytes + 1024 (a long path, many ACL entries, a multi): set it 1024 under "
+        "the servers' jute.maxbuffer.",
         _values.positive_int,
         1047551,
         default_text="1047551 (1 MiB - 1 KiB - 1)",

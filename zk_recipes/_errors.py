@@ -16,7 +16,8 @@ so callers never need to import kazoo to handle ours.
     ├── ConfigurationError        a bad setting or argument (ValueError too); says what to fix
     │   ├── WrongTypeError        ... of the wrong type (TypeError too)
     │   ├── InvalidPathError      a malformed znode path
-    │   └── DataTooLargeError     node data over the server's limit (1 MB by default)
+    │   └── DataTooLargeError     node data or a whole request over the server's limit
+    │                             (jute.maxbuffer, 1 MB by default): refused, not sent
     ├── ClientStateError          client not started, closed, or used after fork()
     ├── RecipeUsageError          misuse: re-entering a non-re-entrant lock, releasing
     │                             a lock this thread does not hold (RuntimeError too)
@@ -61,7 +62,11 @@ class InvalidPathError(ConfigurationError):
 
 
 class DataTooLargeError(ConfigurationError):
-    """Node data exceeds what the server accepts (jute.maxbuffer, 1 MB by default)."""
+    """Node data, or a whole request (a path, ACLs, a multi), exceeds what the server accepts.
+
+    The server's jute.maxbuffer (1 MB by default) bounds each request packet; it
+    drops the connection of a larger one, so the client refuses it unsent.
+    """
 
 
 class ClientStateError(ZkRecipesError):

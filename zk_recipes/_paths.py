@@ -20,6 +20,9 @@ from zk_recipes._errors import DataTooLargeError, InvalidPathError, WrongTypeErr
 #: ZooKeeper's default jute.maxbuffer is 0xfffff bytes for a whole packet;
 #: keep 1 KiB for the path, ACLs and framing so a full node still fits.
 DEFAULT_MAX_DATA_BYTES = 0xFFFFF - 1024
+#: What a request may hold besides node data: the client sends requests of up to
+#: ``max_data_bytes + REQUEST_RESERVE`` bytes, exactly jute.maxbuffer by default.
+REQUEST_RESERVE = 1024
 
 PROTECTED_PREFIX = "_c_"
 _PROTECTED_ID_LEN = 36
@@ -107,12 +110,41 @@ def validate_data(data: object, *, path: str, limit: int = DEFAULT_MAX_DATA_BYTE
         )
     if len(data) > limit:
         raise DataTooLargeError(
-            f"node data for {path} is {len(data):,} bytes; the limit is {limit:,} bytes "
-            "(ZooKeeper's jute.maxbuffer, about 1 MB). Keep large blobs elsewhere and store "
-            "a reference in ZooKeeper, or raise jute.maxbuffer on every server and client "
-            "and the client's max_data_bytes together."
+            f"node data for {shortened(path)} is {len(data):,} bytes; the limit is "
+            f"{limit:,} bytes (max_data_bytes, under ZooKeeper's jute.maxbuffer, about 1 MB). "
+            "Keep large blobs elsewhere and store a reference in ZooKeeper; or, where every "
+            "server's jute.maxbuffer is raised, set the client's max_data_bytes to 1024 under it."
         )
     return data
+
+
+def max_request_bytes(max_data_bytes: int) -> int:
+    """The largest request the client sends, as the server counts it (xid, type and body).
+
+    The server reads a request's length first and, when it is over its
+    ``jute.maxbuffer``, closes the connection without an answer: the client
+    would see a dropped connection, reconnect and send the same request again.
+    """
+    return max_data_bytes + REQUEST_RESERVE
+
+
+def shortened(path: str, keep: int = 60) -> str:
+    """``path`` for a message: its head and tail around ``...`` when it is long."""
+    if len(path) <= keep:
+        return path
+    tail = keep // 3
+    return f"{path[: keep - tail]}...{path[-tail:]} ({len(path):,} characters)"
+
+
+def request_too_large(what: str, path: str, size: int, limit: int) -> DataTooLargeError:
+    """The error for a request over ``limit`` bytes (``max_request_bytes``), not sent."""
+    return DataTooLargeError(
+        f"the {what} request for {shortened(path)} is {size:,} bytes; ZooKeeper takes "
+        f"requests of up to {limit:,} bytes (its jute.maxbuffer) and drops the connection "
+        "of a larger one, so it was not sent. Use a shorter name or path, less data or "
+        "fewer ACL entries; or, where every server's jute.maxbuffer is raised, set the "
+        "client's max_data_bytes to 1024 under it."
+    )
 
 
 def new_protected_id() -> str:
