@@ -111,8 +111,9 @@ def server(port: int | None) -> None:
         from zk_recipes.testing import HarnessError, ZooKeeperServer
     except ImportError as exc:
         fail(
-            ExitCode.CONFIG,
-            f"zk-recipes server needs the testing extra ({exc}): pip install 'zk-recipes[testing]'",
+            ExitCode.NOT_INSTALLED,
+            f"zk-recipes server needs the testing extra, which is not installed ({exc}): "
+            "pip install 'zk-recipes[testing]'",
         )
     stop = threading.Event()
     previous = {
