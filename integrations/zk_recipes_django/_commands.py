@@ -18,6 +18,7 @@ as the ``zk-recipes`` command line. This module adds Django's side:
 from __future__ import annotations
 
 import argparse
+import difflib
 import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -108,10 +109,13 @@ class GuardedRunCommand(BaseCommand):  # type: ignore[misc]
         if exec_:
             return argv, shlex.join(argv)
         name = argv[0]
-        if name not in get_commands():
+        commands = get_commands()
+        if name not in commands:
+            close = difflib.get_close_matches(name, list(commands), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise CommandError(
-                f"unknown management command {name!r}: give a management command after --, "
-                "or use --exec to run a program",
+                f"unknown management command {name!r}{hint}: give a management command after "
+                "--, or use --exec to run a program",
                 returncode=ExitCode.NOT_FOUND,
             )
         return self.in_process(argv), "manage.py " + shlex.join(argv)

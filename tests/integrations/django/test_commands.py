@@ -139,6 +139,15 @@ def test_a_bad_argument_is_one_line_and_exit_2_before_connecting(
     assert zk_client.get_children("/") == []  # nothing connected and made a node
 
 
+def test_an_unknown_command_after_the_dashes_gets_a_did_you_mean(manage: Manage) -> None:
+    run = manage.run(["zklock", "demo", "--", "migarte"])
+    assert run.returncode == ExitCode.NOT_FOUND, run.stderr
+    assert "unknown management command 'migarte' (did you mean 'migrate'?)" in run.stderr
+    far = manage.run(["zkleader", "demo", "--", "zzqqxx"])
+    assert far.returncode == ExitCode.NOT_FOUND, far.stderr
+    assert "did you mean" not in far.stderr
+
+
 def test_unreachable_zookeeper_and_bad_settings_have_their_codes(
     zk_hosts: str, zk_namespace: str
 ) -> None:
