@@ -144,9 +144,9 @@ def test_every_problem_of_a_path_is_named_at_once() -> None:
         "U+0001",
     ):
         assert problem in message
-    with pytest.raises(ConfigurationError) as caught:
+    with pytest.raises(ConfigurationError) as settings_error:
         ClientSettings(hosts="h:1", namespace="shop//eu/../")
-    message = str(caught.value)
+    message = str(settings_error.value)
     assert "namespace '/shop//eu/../'" in message
     assert "trailing slash" in message
     assert "empty segment" in message

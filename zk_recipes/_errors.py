@@ -163,6 +163,24 @@ class SequenceOverflowError(NodeError):
     """
 
 
+def shown(value: object, *bounds: float) -> str:
+    """A value as an error message shows it: ``repr``, floats rounded to 12 digits.
+
+    Settings are often computed (``0.1 * 3``, ``float(os.environ[...]) * 1.5``)
+    and a message that says "got 0.30000000000000004" makes the reader look
+    for the wrong mistake. Twelve significant digits keep every digit a person
+    writes and drop the binary noise of the last few. ``bounds`` are what the
+    message compares the value with: a value that would round onto one of
+    them (1.0000000000000002 against "at most 1") is shown in full.
+    """
+    if not isinstance(value, float) or value != value or value.is_integer():
+        return repr(value)  # 2.0 stays 2.0: "an int, got 2" would hide the mistake
+    text = f"{value:.12g}"
+    if float(text) != value and any(text == f"{float(bound):.12g}" for bound in bounds):
+        return repr(value)
+    return text
+
+
 __all__ = [
     "BadVersionError",
     "ClientStateError",

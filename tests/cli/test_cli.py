@@ -170,6 +170,19 @@ def test_a_bad_namespace_names_the_option_and_every_problem(cli_env: dict[str, s
     assert "namespace=" not in err
 
 
+def test_a_chroot_in_the_hosts_points_to_the_namespace_option(cli_env: dict[str, str]) -> None:
+    code, _, err = _run(["--hosts", "zk1:2181/app", "status"], cli_env)
+    assert code == ExitCode.CONFIG, err
+    assert "--namespace" in err
+    assert "namespace=" not in err
+    env = dict(cli_env, ZK_RECIPES_HOSTS="zk1:2181/app")
+    code, _, err = _run(["status"], env)
+    assert code == ExitCode.CONFIG, err
+    assert "environment variable ZK_RECIPES_HOSTS" in err
+    assert "--namespace" in err
+    assert "namespace=" not in err
+
+
 def test_server_without_the_testing_extra_says_which_extra_and_exits_70(
     cli_env: dict[str, str],
 ) -> None:

@@ -69,6 +69,8 @@ def _read_config(ctx: click.Context) -> RecipesConfig:
         for variable, option in given.items():
             message = message.replace(f"environment variable {variable}", option)
             message = message.replace(f"{variable}=", f"{option} ")
+        # A hint that points to another setting points to its option: what a CLI user types.
+        message = message.replace("as ZK_RECIPES_NAMESPACE instead", "as --namespace instead")
         raise ConfigurationError(message) from None
 
 
