@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import zk_recipes
 from zk_recipes import (
     Acl,
     ClientSettings,
@@ -128,6 +129,32 @@ def test_settings_defaults_and_replace() -> None:
 def test_invalid_paths(path: object, message: str) -> None:
     with pytest.raises(InvalidPathError, match=message):
         validate_path(path)
+
+
+def test_every_problem_of_a_path_is_named_at_once() -> None:
+    """One round of fixing, not one per problem (issue 23, item 6)."""
+    with pytest.raises(InvalidPathError) as caught:
+        validate_path("a//b/../c/./\x01/")
+    message = str(caught.value)
+    for problem in (
+        "is relative",
+        "drop the trailing slash",
+        "has an empty segment ('//')",
+        "has relative segments '..' and '.'",
+        "U+0001",
+    ):
+        assert problem in message
+    with pytest.raises(ConfigurationError) as settings_error:
+        ClientSettings(hosts="h:1", namespace="shop//eu/../")
+    message = str(settings_error.value)
+    assert "namespace '/shop//eu/../'" in message
+    assert "trailing slash" in message
+    assert "empty segment" in message
+    assert "relative segment '..'" in message
+    # The public helper is the same check, writable or not.
+    assert zk_recipes.validate_path("/zookeeper") == "/zookeeper"
+    with pytest.raises(InvalidPathError, match="reserved"):
+        zk_recipes.validate_path("/zookeeper/x", writable=True)
 
 
 @pytest.mark.parametrize("path", ["/", "/zookeeper", "/zookeeper/quota"])

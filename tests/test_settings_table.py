@@ -242,6 +242,58 @@ def test_python_configurations_may_give_the_objects(certs: Path) -> None:
         assert client.auth == (("digest", "app:secret"),)
 
 
+@pytest.mark.parametrize("spelling", ALL_SPELLINGS)
+def test_numeric_strings_are_numbers_in_every_spelling(spelling: Spelling) -> None:
+    """Settings built from os.environ hold "10": each spelling reads it as the environment does."""
+    strings = {
+        "hosts": "zk1:2181",
+        "session_timeout": "6.5",
+        "connection_timeout": " 4 ",
+        "simulated_expiry_fraction": "0.5",
+        "max_data_bytes": "500000",
+    }
+    client = _read(spelling, strings).client
+    assert client.session_timeout == 6.5
+    assert client.connection_timeout == 4.0
+    assert client.simulated_expiry_fraction == 0.5
+    assert client.max_data_bytes == 500_000
+    assert isinstance(client.max_data_bytes, int)
+    with pytest.raises(ConfigurationError, match=r"must be a whole number, got '1\.5'"):
+        _read(spelling, {**strings, "max_data_bytes": "1.5"})
+    with pytest.raises(ConfigurationError, match="positive number of seconds, got 'soon'"):
+        _read(spelling, {**strings, "session_timeout": "soon"})
+
+
+@pytest.mark.parametrize("spelling", [Spelling.DJANGO, Spelling.FLASK, Spelling.CELERY])
+def test_computed_floats_are_rounded_in_messages(spelling: Spelling) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        _read(spelling, {"hosts": "h", "simulated_expiry_fraction": 0.7 * 1.5})
+    assert "got 1.05;" in str(caught.value)
+    assert "1.0499999" not in str(caught.value)
+    with pytest.raises(ConfigurationError) as caught:
+        _read(spelling, {"hosts": "h", "session_timeout": 0.1 * 3 - 1})
+    assert "got -0.7;" in str(caught.value)
+    retry = {"policy": "ExponentialBackoffRetry", "base_sleep": 0.1 * 3, "max_retries": 2}
+    with pytest.raises(ConfigurationError) as caught:
+        _read(spelling, {"hosts": "h", "retry": {**retry, "max_sleep": 0.2}})
+    assert "max_sleep must be None or >= base_sleep (0.3), got 0.2" in str(caught.value)
+    assert "ExponentialBackoffRetry: ExponentialBackoffRetry" not in str(caught.value)
+    # Rounded onto the bound it broke, a value is shown whole.
+    with pytest.raises(ConfigurationError, match=r"got 1\.0000000000000002;"):
+        _read(spelling, {"hosts": "h", "simulated_expiry_fraction": 1.0000000000000002})
+
+
+def test_a_flat_django_dict_gets_the_alias_around_it() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        read_settings({"HOSTS": "zk1:2181", "SESSION_TIMEOUT": 5}, Spelling.DJANGO)
+    message = str(caught.value)
+    assert 'ZK_RECIPES = {"default": {"HOSTS": ..., "SESSION_TIMEOUT": ...}}' in message
+    assert '{"HOSTS": {"HOSTS"' not in message
+    # Read for the alias its first key looks like, it says the same.
+    with pytest.raises(ConfigurationError, match=r'\{"default": \{"HOSTS": \.\.\.\}\}'):
+        read_settings({"HOSTS": "zk1:2181"}, Spelling.DJANGO, alias="HOSTS")
+
+
 def test_django_aliases_pick_their_entry() -> None:
     source = {"default": {"HOSTS": "zk1"}, "locks": {"HOSTS": "zk9", "NAMESPACE": "locks"}}
     config = read_settings(source, Spelling.DJANGO, alias="locks")
@@ -422,7 +474,7 @@ def test_read_only_servers_are_refused_with_the_reason() -> None:
 def test_wrong_types_in_python_configurations() -> None:
     for spelling in (Spelling.DJANGO, Spelling.FLASK, Spelling.CELERY):
         for name, value, message in [
-            ("session_timeout", "10", "got str '10'"),
+            ("session_timeout", [10], "got list [10]"),  # a numeric string is fine
             ("read_only", 1, "True or False"),
             ("identifier", 5, "must be a string"),
             ("namespace", 5, "must be a string"),

@@ -168,6 +168,9 @@ from zk_recipes._nodes.persistent_node import (
     PersistentNodeEvent as PersistentNodeEvent,
     PersistentNodeState as PersistentNodeState,
 )
+from zk_recipes._paths import (
+    validate_path as validate_path,
+)
 from zk_recipes._retry import (
     BoundedExponentialBackoffRetry as BoundedExponentialBackoffRetry,
     ExponentialBackoffRetry as ExponentialBackoffRetry,
@@ -310,6 +313,7 @@ __all__ = [
     "register_layout",
     "retry",
     "settings_from_env",
+    "validate_path",
 ]
 
 

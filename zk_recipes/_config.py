@@ -217,7 +217,9 @@ SETTINGS: tuple[Setting, ...] = (
     _client(
         "max_data_bytes",
         "int",
-        "Larger node data is refused before it is sent; match the servers' jute.maxbuffer.",
+        "Larger node data is refused before it is sent, and so is any request over "
+        "max_data_bytes + 1024 (a long path, many ACL entries, a multi): set it 1024 under "
+        "the servers' jute.maxbuffer.",
         _values.positive_int,
         1047551,
         default_text="1047551 (1 MiB - 1 KiB - 1)",
@@ -366,6 +368,15 @@ def _django_entry(source: Mapping[str, Any], alias: str) -> Mapping[str, Any]:
             f"ZK_RECIPES must be a dict of aliases, like ZK_RECIPES = {like}, "
             f"got {type(source).__name__}"
         )
+    flat = flat_django_keys(source)
+    if flat:
+        # Without this, the first key reads as an alias, and the fix offered
+        # would be {"HOSTS": {"HOSTS": ...}}.
+        keys = ", ".join(f'"{key}": ...' for key in flat)
+        raise ConfigurationError(
+            f"ZK_RECIPES holds settings itself ({', '.join(flat)}), but it is a dict of "
+            f'aliases, like DATABASES: write ZK_RECIPES = {{"default": {{{keys}}}}}'
+        )
     if alias not in source:
         known = ", ".join(repr(a) for a in source) or "none"
         close = did_you_mean(alias, [str(a) for a in source]) if source else ""
@@ -381,6 +392,21 @@ def _django_entry(source: Mapping[str, Any], alias: str) -> Mapping[str, Any]:
             f"got {type(entry).__name__}"
         )
     return entry
+
+
+def flat_django_keys(source: Mapping[Any, Any]) -> list[str]:
+    """The keys of a Django ``ZK_RECIPES`` that are settings, not aliases: a flat dict.
+
+    An alias's value is a dict of settings, so a key spelled as a setting
+    (``HOSTS``) whose value is not a dict is the common slip of writing the
+    settings without the alias around them.
+    """
+    names = {setting.name.upper() for setting in SETTINGS}
+    return [
+        key
+        for key, value in source.items()
+        if isinstance(key, str) and key in names and not isinstance(value, Mapping)
+    ]
 
 
 def _table(extra: Sequence[Setting]) -> dict[str, Setting]:
@@ -449,7 +475,7 @@ def read_settings(
             parsed[name] = setting.parse(value, text)
         except ConfigurationError as exc:
             raise ConfigurationError(
-                f"{spelling.where(key, alias=alias)}: {exc}; "
+                f"{spelling.where(key, alias=alias)}: {_respelled(str(exc), spelling, alias)}; "
                 f"for example {spelling.assignment(setting, alias=alias)}"
             ) from None
     values = {**fallback, **parsed}
@@ -474,6 +500,21 @@ def read_settings(
 
 
 _CORE_NAMES = frozenset(s.name for s in SETTINGS)
+#: A check's message names another setting as a keyword argument ("namespace="):
+#: the reader writes it as the user's configuration spells it.
+_MENTION = re.compile(r"\b(" + "|".join(sorted(_CORE_NAMES)) + r")=(?=\s|$)")
+
+
+def _respelled(message: str, spelling: Spelling, alias: str) -> str:
+    """``message`` with ``namespace=`` written as ``spelling`` keys that setting."""
+
+    def spell(match: re.Match[str]) -> str:
+        key = spelling.key(match.group(1))
+        return key if spelling is Spelling.ENV else spelling.where(key, alias=alias)
+
+    return _MENTION.sub(spell, message)
+
+
 _HINTS = {
     Spelling.DJANGO: " to settings.py",
     Spelling.FLASK: " before init_app(app)",

@@ -8,6 +8,7 @@ wait forever.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -37,8 +38,15 @@ def _checked(timeout: object) -> float:
 
 
 def wait_deadline(timeout: float | None) -> float | None:
-    """Validate a wait's ``timeout`` (seconds or None) and return its deadline."""
-    return None if timeout is None else time.monotonic() + _checked(timeout)
+    """Validate a wait's ``timeout`` (seconds or None) and return its deadline.
+
+    ``math.inf`` is "forever", like None: as a deadline it would reach the
+    operating system's waits, which refuse it (OverflowError).
+    """
+    if timeout is None:
+        return None
+    seconds = _checked(timeout)
+    return None if seconds == math.inf else time.monotonic() + seconds
 
 
 def acquire_deadline(blocking: bool, timeout: float | None) -> float | None:

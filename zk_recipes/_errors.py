@@ -16,7 +16,8 @@ so callers never need to import kazoo to handle ours.
     ├── ConfigurationError        a bad setting or argument (ValueError too); says what to fix
     │   ├── WrongTypeError        ... of the wrong type (TypeError too)
     │   ├── InvalidPathError      a malformed znode path
-    │   └── DataTooLargeError     node data over the server's limit (1 MB by default)
+    │   └── DataTooLargeError     node data or a whole request over the server's limit
+    │                             (jute.maxbuffer, 1 MB by default): refused, not sent
     ├── ClientStateError          client not started, closed, or used after fork()
     ├── RecipeUsageError          misuse: re-entering a non-re-entrant lock, releasing
     │                             a lock this thread does not hold (RuntimeError too)
@@ -62,7 +63,11 @@ class InvalidPathError(ConfigurationError):
 
 
 class DataTooLargeError(ConfigurationError):
-    """Node data exceeds what the server accepts (jute.maxbuffer, 1 MB by default)."""
+    """Node data, or a whole request (a path, ACLs, a multi), exceeds what the server accepts.
+
+    The server's jute.maxbuffer (1 MB by default) bounds each request packet; it
+    drops the connection of a larger one, so the client refuses it unsent.
+    """
 
 
 class ClientStateError(ZkRecipesError):
@@ -176,6 +181,24 @@ class SequenceOverflowError(NodeError):
 
     The message says how to recover (recreate the directory).
     """
+
+
+def shown(value: object, *bounds: float) -> str:
+    """A value as an error message shows it: ``repr``, floats rounded to 12 digits.
+
+    Settings are often computed (``0.1 * 3``, ``float(os.environ[...]) * 1.5``)
+    and a message that says "got 0.30000000000000004" makes the reader look
+    for the wrong mistake. Twelve significant digits keep every digit a person
+    writes and drop the binary noise of the last few. ``bounds`` are what the
+    message compares the value with: a value that would round onto one of
+    them (1.0000000000000002 against "at most 1") is shown in full.
+    """
+    if not isinstance(value, float) or value != value or value.is_integer():
+        return repr(value)  # 2.0 stays 2.0: "an int, got 2" would hide the mistake
+    text = f"{value:.12g}"
+    if float(text) != value and any(text == f"{float(bound):.12g}" for bound in bounds):
+        return repr(value)
+    return text
 
 
 __all__ = [

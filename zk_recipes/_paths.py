@@ -20,6 +20,9 @@ from zk_recipes._errors import DataTooLargeError, InvalidPathError, WrongTypeErr
 #: ZooKeeper's default jute.maxbuffer is 0xfffff bytes for a whole packet;
 #: keep 1 KiB for the path, ACLs and framing so a full node still fits.
 DEFAULT_MAX_DATA_BYTES = 0xFFFFF - 1024
+#: What a request may hold besides node data: the client sends requests of up to
+#: ``max_data_bytes + REQUEST_RESERVE`` bytes, exactly jute.maxbuffer by default.
+REQUEST_RESERVE = 1024
 
 PROTECTED_PREFIX = "_c_"
 _PROTECTED_ID_LEN = 36
@@ -29,40 +32,79 @@ _PROTECTED_HEAD_LEN = len(PROTECTED_PREFIX) + _PROTECTED_ID_LEN + 1  # 40
 _BAD_CHARS = re.compile("[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff]")
 
 
-def validate_path(path: object, *, what: str = "path") -> str:
-    """Return ``path`` if ZooKeeper would accept it, else raise InvalidPathError."""
+def validate_path(path: object, *, what: str = "path", writable: bool = False) -> str:
+    """Return ``path`` if ZooKeeper would accept it, else raise InvalidPathError.
+
+    The message names every problem of the path at once (a relative path with
+    a trailing slash and a ``..`` is three), so one round of fixing does.
+    ``writable`` refuses ZooKeeper's own subtree, ``/zookeeper``, too, and the
+    root. ``what`` names the path in the message: ``"namespace"``, ``"PATH"``.
+    """
     if not isinstance(path, str):
         raise InvalidPathError(
             f"{what} must be a str like '/app/locks/x', got {type(path).__name__}"
         )
-    if not path.startswith("/"):
-        raise InvalidPathError(f"{what} {path!r} is relative: znode paths start with '/'")
-    if path == "/":
+    # The common case first, cheaply: every request's path passes here.
+    if path == "/" and not writable:
         return path
+    if (
+        path.startswith("/")
+        and not path.endswith("/")
+        and "//" not in path
+        and ("/." not in path or not _dot_segments(path))
+        and _BAD_CHARS.search(path) is None
+        and not (writable and _is_reserved(path))
+    ):
+        return path
+    raise InvalidPathError(f"{what} {path!r} {'; '.join(path_problems(path, writable=writable))}")
+
+
+def path_problems(path: str, *, writable: bool = False) -> list[str]:
+    """What is wrong with ``path``, each as a phrase that follows it; empty when nothing is."""
+    if path == "/":
+        return [_RESERVED] if writable else []
+    problems: list[str] = []
+    if not path.startswith("/"):
+        problems.append("is relative: znode paths start with '/'")
     if path.endswith("/"):
-        raise InvalidPathError(f"{what} {path!r} ends with '/': drop the trailing slash")
+        problems.append("ends with '/': drop the trailing slash")
+    if "//" in path:
+        problems.append("has an empty segment ('//')")
+    dots = _dot_segments(path)
+    if dots:
+        listed = " and ".join(repr(dot) for dot in dots)
+        plural = "s" if len(dots) > 1 else ""
+        problems.append(f"has {'a ' if not plural else ''}relative segment{plural} {listed}")
     bad = _BAD_CHARS.search(path)
     if bad is not None:
-        raise InvalidPathError(
-            f"{what} {path!r} contains the character {bad.group()!r} "
-            f"(U+{ord(bad.group()):04X}), which ZooKeeper does not allow"
+        problems.append(
+            f"contains the character {bad.group()!r} (U+{ord(bad.group()):04X}), which "
+            "ZooKeeper does not allow"
         )
-    for segment in path[1:].split("/"):
-        if segment == "":
-            raise InvalidPathError(f"{what} {path!r} has an empty segment ('//')")
-        if segment in (".", ".."):
-            raise InvalidPathError(f"{what} {path!r} has a relative segment {segment!r}")
-    return path
+    if writable and _is_reserved(path):
+        problems.append(_RESERVED)
+    return problems
+
+
+_RESERVED = "is reserved by ZooKeeper; use a path of your own, like '/app/...'"
+
+
+def _dot_segments(path: str) -> list[str]:
+    """The distinct ``.`` and ``..`` segments of ``path``, in order."""
+    found: list[str] = []
+    for segment in path.split("/"):
+        if segment in (".", "..") and segment not in found:
+            found.append(segment)
+    return found
+
+
+def _is_reserved(path: str) -> bool:
+    return path == "/" or path == "/zookeeper" or path.startswith("/zookeeper/")
 
 
 def validate_writable_path(path: object, *, what: str = "path") -> str:
     """Like validate_path, and refuse ZooKeeper's own reserved subtree."""
-    checked = validate_path(path, what=what)
-    if checked == "/" or checked == "/zookeeper" or checked.startswith("/zookeeper/"):
-        raise InvalidPathError(
-            f"{what} {checked!r} is reserved by ZooKeeper; use a path of your own, like '/app/...'"
-        )
-    return checked
+    return validate_path(path, what=what, writable=True)
 
 
 def normalize_namespace(namespace: object) -> str:
@@ -107,12 +149,41 @@ def validate_data(data: object, *, path: str, limit: int = DEFAULT_MAX_DATA_BYTE
         )
     if len(data) > limit:
         raise DataTooLargeError(
-            f"node data for {path} is {len(data):,} bytes; the limit is {limit:,} bytes "
-            "(ZooKeeper's jute.maxbuffer, about 1 MB). Keep large blobs elsewhere and store "
-            "a reference in ZooKeeper, or raise jute.maxbuffer on every server and client "
-            "and the client's max_data_bytes together."
+            f"node data for {shortened(path)} is {len(data):,} bytes; the limit is "
+            f"{limit:,} bytes (max_data_bytes, under ZooKeeper's jute.maxbuffer, about 1 MB). "
+            "Keep large blobs elsewhere and store a reference in ZooKeeper; or, where every "
+            "server's jute.maxbuffer is raised, set the client's max_data_bytes to 1024 under it."
         )
     return data
+
+
+def max_request_bytes(max_data_bytes: int) -> int:
+    """The largest request the client sends, as the server counts it (xid, type and body).
+
+    The server reads a request's length first and, when it is over its
+    ``jute.maxbuffer``, closes the connection without an answer: the client
+    would see a dropped connection, reconnect and send the same request again.
+    """
+    return max_data_bytes + REQUEST_RESERVE
+
+
+def shortened(path: str, keep: int = 60) -> str:
+    """``path`` for a message: its head and tail around ``...`` when it is long."""
+    if len(path) <= keep:
+        return path
+    tail = keep // 3
+    return f"{path[: keep - tail]}...{path[-tail:]} ({len(path):,} characters)"
+
+
+def request_too_large(what: str, path: str, size: int, limit: int) -> DataTooLargeError:
+    """The error for a request over ``limit`` bytes (``max_request_bytes``), not sent."""
+    return DataTooLargeError(
+        f"the {what} request for {shortened(path)} is {size:,} bytes; ZooKeeper takes "
+        f"requests of up to {limit:,} bytes (its jute.maxbuffer) and drops the connection "
+        "of a larger one, so it was not sent. Use a shorter name or path, less data or "
+        "fewer ACL entries; or, where every server's jute.maxbuffer is raised, set the "
+        "client's max_data_bytes to 1024 under it."
+    )
 
 
 def new_protected_id() -> str:

@@ -62,6 +62,7 @@ from zk_recipes._errors import (
     RetriesExhaustedError,
     SessionLost,
     ZkTimeoutError,
+    shown,
 )
 
 T = TypeVar("T")
@@ -99,8 +100,16 @@ class RetryPolicy(abc.ABC):
 # -- argument checks: every one names the argument, the value and what is allowed ----------
 
 
-def _bad(owner: str, name: str, value: object, allowed: str, hint: str = "") -> ConfigurationError:
-    return ConfigurationError(f"{owner}: {name} must be {allowed}, got {value!r}{hint}")
+def _bad(
+    owner: str,
+    name: str,
+    value: object,
+    allowed: str,
+    hint: str = "",
+    bounds: tuple[float, ...] = (0, 1),
+) -> ConfigurationError:
+    got = shown(value, *bounds)
+    return ConfigurationError(f"{owner}: {name} must be {allowed}, got {got}{hint}")
 
 
 def _seconds(owner: str, name: str, value: object, *, positive: bool = False) -> float:
@@ -294,7 +303,13 @@ class ExponentialBackoffRetry(RetryPolicy):
         if max_sleep is not None:
             max_sleep = _seconds(owner, "max_sleep", max_sleep)
             if max_sleep < base:
-                raise _bad(owner, "max_sleep", self.max_sleep, f"None or >= base_sleep ({base!r})")
+                raise _bad(
+                    owner,
+                    "max_sleep",
+                    self.max_sleep,
+                    f"None or >= base_sleep ({shown(base, max_sleep)})",
+                    bounds=(base,),
+                )
         _set(
             self,
             base_sleep=base,
@@ -332,8 +347,9 @@ class BoundedExponentialBackoffRetry(RetryPolicy):
                 owner,
                 "max_sleep",
                 self.max_sleep,
-                f">= base_sleep ({base!r})",
+                f">= base_sleep ({shown(base, max_sleep)})",
                 " (the order is base_sleep, max_sleep, max_retries, as in Curator)",
+                bounds=(base,),
             )
         _set(
             self,
@@ -373,9 +389,21 @@ class PlateauRetry(RetryPolicy):
         low = _seconds(owner, "plateau_low", self.plateau_low)
         high = _seconds(owner, "plateau_high", self.plateau_high)
         if high < low:
-            raise _bad(owner, "plateau_high", self.plateau_high, f">= plateau_low ({low!r})")
+            raise _bad(
+                owner,
+                "plateau_high",
+                self.plateau_high,
+                f">= plateau_low ({shown(low, high)})",
+                bounds=(low,),
+            )
         if high < base:
-            raise _bad(owner, "plateau_high", self.plateau_high, f">= base_sleep ({base!r})")
+            raise _bad(
+                owner,
+                "plateau_high",
+                self.plateau_high,
+                f">= base_sleep ({shown(base, high)})",
+                bounds=(base,),
+            )
         _set(
             self,
             base_sleep=base,

@@ -37,7 +37,7 @@ import ssl
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from zk_recipes._errors import ConfigurationError
+from zk_recipes._errors import ConfigurationError, shown
 from zk_recipes._paths import normalize_namespace, validate_path
 from zk_recipes._retry import (
     BoundedExponentialBackoffRetry,
@@ -109,14 +109,16 @@ def _json(value: str, like: str) -> object:
 
 
 def _got(value: object) -> str:
-    return f"got {type(value).__name__} {value!r}"
+    return f"got {type(value).__name__} {shown(value)}"
 
 
 # -- scalars ---------------------------------------------------------------------------------
 
 
 def _number(value: object, text: bool, what: str) -> float:
-    if text and isinstance(value, str):
+    # A numeric string is a number in every spelling, not only the environment's:
+    # settings files often build their values from os.environ ("10").
+    if isinstance(value, str):
         try:
             value = float(value)
         except ValueError:
@@ -124,29 +126,31 @@ def _number(value: object, text: bool, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigurationError(f"must be {what}, {_got(value)}")
     if not math.isfinite(value):
-        raise ConfigurationError(f"must be {what}, got {value!r}")
+        raise ConfigurationError(f"must be {what}, got {shown(value)}")
     return float(value)
 
 
 def seconds(value: object, text: bool) -> float:
-    """A positive, finite number of seconds."""
+    """A positive, finite number of seconds (a numeric string too)."""
     number = _number(value, text, "a positive number of seconds")
     if number <= 0:
-        raise ConfigurationError(f"must be a positive number of seconds, got {value!r}")
+        raise ConfigurationError(f"must be a positive number of seconds, got {shown(number, 0)}")
     return number
 
 
 def fraction(value: object, text: bool) -> float:
-    """A share in (0, 1]."""
+    """A share in (0, 1] (a numeric string too)."""
     number = _number(value, text, "a number in (0, 1]")
     if not 0 < number <= 1:
-        raise ConfigurationError(f"must be in (0, 1] (a share of the timeout), got {value!r}")
+        raise ConfigurationError(
+            f"must be in (0, 1] (a share of the timeout), got {shown(number, 0, 1)}"
+        )
     return number
 
 
 def positive_int(value: object, text: bool) -> int:
-    """A whole number above zero."""
-    if text and isinstance(value, str):
+    """A whole number above zero (a string of digits too)."""
+    if isinstance(value, str):
         try:
             value = int(value)
         except ValueError:
@@ -260,7 +264,10 @@ def retry_policy(value: object, text: bool) -> RetryPolicy:
     try:
         return cls(**args)
     except ConfigurationError as exc:
-        raise ConfigurationError(f"{name}: {exc}") from None
+        message = str(exc)  # the policy's own checks name it already
+        raise ConfigurationError(
+            message if message.startswith(f"{name}: ") else f"{name}: {message}"
+        ) from None
 
 
 # -- TLS ---------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from zk_recipes._errors import ConfigurationError, InvalidPathError
+from zk_recipes._errors import ConfigurationError, InvalidPathError, shown
 from zk_recipes._paths import DEFAULT_MAX_DATA_BYTES, normalize_namespace
 from zk_recipes._retry import ExponentialBackoffRetry, RetryPolicy
 from zk_recipes._types import Acl
@@ -58,8 +58,10 @@ def parse_hosts(hosts: object) -> tuple[tuple[str, int], ...]:
         if not entry:
             raise ConfigurationError(f"hosts {hosts!r} has an empty entry; {_HOSTS_HELP}")
         if "/" in entry:
+            chroot = "/" + entry.split("/", 1)[1]
             raise ConfigurationError(
-                f"hosts {hosts!r} contains a path; give the chroot as namespace= instead"
+                f"hosts {hosts!r} contains a path, {chroot!r}: hosts are host:port pairs; "
+                "give the chroot as namespace= instead"
             )
         if entry.startswith("["):  # [ipv6]:port
             host, sep, rest = entry[1:].partition("]")
@@ -92,7 +94,7 @@ def _positive_seconds(name: str, value: object) -> float:
         raise ConfigurationError(f"{name} must be a number of seconds, got {value!r}")
     if not math.isfinite(value) or value <= 0:
         raise ConfigurationError(
-            f"{name} must be a positive, finite number of seconds, got {value!r}"
+            f"{name} must be a positive, finite number of seconds, got {shown(value, 0)}"
         )
     return float(value)
 
@@ -190,7 +192,8 @@ class ClientSettings:
         ):
             raise ConfigurationError(
                 "simulated_expiry_fraction must be in (0, 1] (a share of the session timeout; "
-                f"below 1 so the client hears of the loss before the server acts), got {fraction!r}"
+                "below 1 so the client hears of the loss before the server acts), got "
+                f"{shown(fraction, 0, 1)}"
             )
         limit = self.max_data_bytes
         if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:

@@ -18,6 +18,7 @@ as the ``zk-recipes`` command line. This module adds Django's side:
 from __future__ import annotations
 
 import argparse
+import difflib
 import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,7 +27,7 @@ from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand, CommandError
 
 from zk_recipes import ConfigurationError, ZkClient, ZkRecipesError
-from zk_recipes.cli import ExitCode
+from zk_recipes.cli import ExitCode, parse_seconds
 from zk_recipes_django import _clients, _settings
 
 
@@ -78,8 +79,8 @@ class GuardedRunCommand(BaseCommand):  # type: ignore[misc]
         )
         parser.add_argument(
             "--grace",
-            type=float,
             default=None,
+            metavar="SECONDS",
             help="Seconds between SIGTERM and SIGKILL (--exec), or before this process exits, "
             "after a loss (default: what the session timeout leaves before the server acts).",
         )
@@ -108,10 +109,13 @@ class GuardedRunCommand(BaseCommand):  # type: ignore[misc]
         if exec_:
             return argv, shlex.join(argv)
         name = argv[0]
-        if name not in get_commands():
+        commands = get_commands()
+        if name not in commands:
+            close = difflib.get_close_matches(name, list(commands), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise CommandError(
-                f"unknown management command {name!r}: give a management command after --, "
-                "or use --exec to run a program",
+                f"unknown management command {name!r}{hint}: give a management command after "
+                "--, or use --exec to run a program",
                 returncode=ExitCode.NOT_FOUND,
             )
         return self.in_process(argv), "manage.py " + shlex.join(argv)
@@ -142,6 +146,36 @@ _MEANINGS: dict[int, str] = {
     ExitCode.NOT_FOUND: "command not found",
     ExitCode.CANNOT_RUN: "command cannot run",
 }
+
+
+def seconds(value: object, option: str) -> float | None:
+    """``--timeout`` / ``--grace`` as given (text, or a number through call_command).
+
+    Checked here rather than by argparse, whose error prints the whole usage
+    first: a bad value is one line and exit 2, like ``zk-recipes``'s.
+    """
+    if value is None:
+        return None
+    try:
+        return parse_seconds(value)
+    except ConfigurationError as exc:
+        raise CommandError(f"{option} {exc}", returncode=ExitCode.USAGE) from None
+
+
+def check_name(path_of: Callable[[str, str], str], name: str, alias: str) -> None:
+    """NAME checked before connecting: exit 2 when it makes no path (78 for the settings).
+
+    ``path_of`` is the kit's ``lock_path`` or ``leader_path``: the name is
+    checked against the alias's prefix, as the lock will be.
+    """
+    try:
+        prefix = _settings.config(alias).prefix
+    except ConfigurationError as exc:
+        raise CommandError(str(exc), returncode=ExitCode.CONFIG) from None
+    try:
+        path_of(name, prefix)
+    except ConfigurationError as exc:
+        raise CommandError(str(exc), returncode=ExitCode.USAGE) from None
 
 
 def connect(alias: str) -> tuple[ZkClient, str]:
@@ -221,11 +255,12 @@ class LockedCommandMixin:
             help="Give up at once if another process holds the command's lock (exit 75).",
         )
         flag = "--lock-timeout" if "--timeout" in parser._option_string_actions else "--timeout"
+        self._zk_timeout_flag = flag
         group.add_argument(
             flag,
             dest="zk_lock_timeout",
-            type=float,
             default=None,
+            metavar="SECONDS",
             help="Give up after S seconds of waiting for the command's lock (exit 124).",
         )
         return parser
@@ -238,7 +273,8 @@ class LockedCommandMixin:
         from zk_recipes.cli import run_locked
 
         no_wait = bool(options.pop("zk_lock_no_wait", False)) or not self.lock_wait
-        timeout = options.pop("zk_lock_timeout", None)
+        flag = getattr(self, "_zk_timeout_flag", "--timeout")
+        timeout = seconds(options.pop("zk_lock_timeout", None), flag)
         if timeout is None and not no_wait:
             timeout = self.lock_timeout
         name = self.lock_name or type(self).__module__.rsplit(".", 1)[-1]

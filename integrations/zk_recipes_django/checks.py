@@ -9,7 +9,8 @@ a few seconds and reports the session timeout the servers granted.
 id                     fires when
 =====================  =========================================================
 ``zk_recipes.E001``    ``ZK_RECIPES`` is not set
-``zk_recipes.E002``    ``ZK_RECIPES``, or an alias in it, is not a dict
+``zk_recipes.E002``    ``ZK_RECIPES``, or an alias in it, is not a dict; or it holds
+                       settings without an alias around them (``{"HOSTS": ...}``)
 ``zk_recipes.E003``    an alias has no ``HOSTS``
 ``zk_recipes.E004``    a key is not a setting (a typo: "did you mean ...")
 ``zk_recipes.E005``    a value is of the wrong type or out of range
@@ -78,6 +79,23 @@ def check_settings(
                 2,
                 f"settings.ZK_RECIPES must be a dict of aliases, got {type(value).__name__}.",
                 'Write it like DATABASES: ZK_RECIPES = {"default": {"HOSTS": "zk1:2181"}}.',
+            )
+        ]
+    flat = [
+        key
+        for key, entry in value.items()
+        if isinstance(key, str) and key.lower() in _NAMES and not isinstance(entry, Mapping)
+    ]
+    if flat:
+        # Read as aliases, these keys would each get "must be a dict of settings, like
+        # {"HOSTS": {"HOSTS": ...}}": the fix is the alias around them instead.
+        keys = ", ".join(f'"{key}": ...' for key in flat)
+        return [
+            _error(
+                2,
+                f"settings.ZK_RECIPES holds settings itself ({', '.join(flat)}), but it is "
+                "a dict of aliases, like DATABASES.",
+                f'Put them under an alias: ZK_RECIPES = {{"default": {{{keys}}}}}.',
             )
         ]
     found: list[checks.CheckMessage] = []

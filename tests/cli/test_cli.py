@@ -122,6 +122,87 @@ def test_usage_errors_exit_2_with_a_message() -> None:
     assert "not both" in result.output
 
 
+#: A bad argument as users type it, and what the one line must say (issue 23, item 3).
+_BAD_ARGUMENTS = [
+    (["holders", "notabs"], "PATH 'notabs' is relative: znode paths start with '/'"),
+    (["holders", ""], "PATH '' is relative"),
+    (["holders", "/a//b/"], "ends with '/': drop the trailing slash; has an empty segment"),
+    (["lock", "../x", "--", "true"], "lock name '../x': its path '/zk-recipes/locks/../x'"),
+    (["lock", "", "--", "true"], "a lock name must be non-empty: a name like 'db-migrate'"),
+    (["lock", "/", "--", "true"], "a lock name must be"),
+    (["lock", "/zookeeper/x", "--", "true"], "lock name '/zookeeper/x' is reserved"),
+    (["lock", "a\x01b", "--", "true"], "(U+0001), which ZooKeeper does not allow"),
+    (["leader", "", "--", "true"], "a leader name must be"),
+    (["leader", "../x", "--", "true"], "leader name '../x': its path '/zk-recipes/leaders/"),
+    (["lock", "--timeout", "nan", "demo", "--", "true"], "--timeout must be a finite number"),
+    (["lock", "--timeout", "-1", "demo", "--", "true"], "--timeout must be a finite number"),
+    (["lock", "--timeout", "inf", "demo", "--", "true"], "--timeout must be a finite number"),
+    (["lock", "--timeout", "soon", "demo", "--", "true"], "--timeout must be a number"),
+    (["lock", "--grace", "nan", "demo", "--", "true"], "--grace must be a finite number"),
+    (["leader", "--grace", "inf", "demo", "--", "true"], "--grace must be a finite number"),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"), _BAD_ARGUMENTS, ids=[" ".join(a[:3]) for a, _ in _BAD_ARGUMENTS]
+)
+def test_a_bad_argument_is_one_line_and_exit_2(
+    cli_env: dict[str, str], zk_client: ZkClient, args: list[str], says: str
+) -> None:
+    code, out, err = _run(args, cli_env)
+    assert code == ExitCode.USAGE, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines() == [err.strip()], err  # one line
+    assert err.startswith("zk-recipes: ")
+    assert says in err
+    assert out == ""
+    assert zk_client.get_children("/") == []  # checked before anything was made
+
+
+def test_a_bad_namespace_names_the_option_and_every_problem(cli_env: dict[str, str]) -> None:
+    code, _, err = _run(["--namespace", "a//b/../", "status"], cli_env)
+    assert code == ExitCode.CONFIG, err
+    assert err.strip().splitlines() == [err.strip()], err
+    assert err.startswith("zk-recipes: --namespace: ")
+    assert "ends with '/'" in err
+    assert "has an empty segment" in err
+    assert "has a relative segment '..'" in err
+    assert "namespace=" not in err
+
+
+def test_a_chroot_in_the_hosts_points_to_the_namespace_option(cli_env: dict[str, str]) -> None:
+    code, _, err = _run(["--hosts", "zk1:2181/app", "status"], cli_env)
+    assert code == ExitCode.CONFIG, err
+    assert "--namespace" in err
+    assert "namespace=" not in err
+    env = dict(cli_env, ZK_RECIPES_HOSTS="zk1:2181/app")
+    code, _, err = _run(["status"], env)
+    assert code == ExitCode.CONFIG, err
+    assert "environment variable ZK_RECIPES_HOSTS" in err
+    assert "--namespace" in err
+    assert "namespace=" not in err
+
+
+def test_server_without_the_testing_extra_says_which_extra_and_exits_70(
+    cli_env: dict[str, str],
+) -> None:
+    # The testing extra's mirakuru made unimportable, as where it is not installed.
+    script = (
+        "import sys; sys.modules['mirakuru'] = None; "
+        "from zk_recipes.cli import main; main(['server'])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=cli_env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == ExitCode.NOT_INSTALLED, result.stderr
+    assert int(ExitCode.NOT_INSTALLED) == 70
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "needs the testing extra" in lines[0]
+    assert "pip install 'zk-recipes[testing]'" in lines[0]
+
+
 def test_two_no_wait_runs_one_runs_the_other_is_busy(
     cli_env: dict[str, str], tmp_path: Path, cleanup: list[_Cli]
 ) -> None:

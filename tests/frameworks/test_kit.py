@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from zk_recipes import DEFAULT_PREFIX, ConfigurationError
+from zk_recipes import DEFAULT_PREFIX, ConfigurationError, InvalidPathError
 from zk_recipes.frameworks import (
     LockNameTemplate,
     bind_arguments,
@@ -62,8 +62,15 @@ def test_a_template_and_the_lock_paths_every_face_uses() -> None:
     assert lock_path("nightly") == "/zk-recipes/locks/nightly"
     assert leader_path("beat", "/shop/") == "/shop/leaders/beat"
     assert lock_path("/exact/path") == "/exact/path"
-    with pytest.raises(ConfigurationError, match="non-empty string"):
+    with pytest.raises(ConfigurationError, match="must be non-empty"):
         lock_path("/")
+    # A name that makes no path says so about the name, every problem at once.
+    with pytest.raises(InvalidPathError, match=r"lock name '\.\./x': its path .* '\.\.'"):
+        lock_path("../x")
+    with pytest.raises(InvalidPathError, match=r"leader name 'a//b/': .*trailing.*empty segment"):
+        leader_path("a//b/")
+    with pytest.raises(InvalidPathError, match="reserved by ZooKeeper"):
+        lock_path("/zookeeper/quota")
 
 
 @pytest.mark.parametrize(

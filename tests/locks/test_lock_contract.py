@@ -9,6 +9,7 @@ timeout=None) -> bool``, ``release()``, ``with``, ``acquired(timeout)``,
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from zk_recipes import (
     SemaphoreMutex,
     ZkClient,
 )
+from zk_recipes.testing import wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 Factory = Callable[[ZkClient, str], LockLike]
@@ -133,6 +135,28 @@ def test_non_blocking_and_timeout(make_lock: Factory, zk_client_factory: ClientF
     holder.release()
     assert other.acquire(timeout=5)
     other.release()
+
+
+def test_an_infinite_timeout_waits_as_long_as_it_takes(
+    make_lock: Factory, zk_client_factory: ClientFactory
+) -> None:
+    """``timeout=math.inf`` is None's "forever", not an OverflowError from the OS's waits."""
+    holder = make_lock(zk_client_factory(), "/inf")
+    other = make_lock(zk_client_factory(), "/inf")
+    assert holder.acquire()
+    outcome: list[object] = []
+
+    def wait() -> None:
+        outcome.append(other.acquire(timeout=math.inf))
+        other.release()  # by the thread that took it (MultiLock's rule)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    wait_until(lambda: len(first_client_children(holder)) == 2, "the waiter queues")
+    assert outcome == []
+    holder.release()
+    waiter.join(10)
+    assert outcome == [True]
 
 
 def test_timeout_spans_predecessor_changes(

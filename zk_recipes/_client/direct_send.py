@@ -132,18 +132,20 @@ class DirectSender:
     def is_open(self) -> bool:
         return self._socket is not None
 
-    def send(self, request: Request, result: Any) -> bool:
+    def send(self, request: Request, result: Any, body: bytes | bytearray | None = None) -> bool:
         """Write ``request`` now; False when it must go through kazoo's queue instead.
 
-        True means the request is pending: its reply, or the ConnectionLoss of
-        a drop, will complete ``result``.
+        ``body`` is ``request.serialize()`` when the caller already has it (it
+        checked the request's size). True means the request is pending: its
+        reply, or the ConnectionLoss of a drop, will complete ``result``.
         """
         if self._socket is None:
             return False
         me = threading.get_ident()
         if self._writer == me:
             return False  # a signal handler inside our own send: kazoo's queue (module note)
-        body = request.serialize()  # a request that cannot be serialized raises here: nothing sent
+        if body is None:
+            body = request.serialize()  # one that cannot be serialized raises here: nothing sent
         with self.lock:
             sock = self._socket
             if sock is None or self._queue():

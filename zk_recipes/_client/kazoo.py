@@ -75,7 +75,7 @@ from kazoo.protocol.states import EventType, KazooState, KeeperState
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
-from zk_recipes import _errors as errors
+from zk_recipes import _errors as errors, _paths
 from zk_recipes._client.direct_send import DirectSender
 from zk_recipes._client.poll_select import poll_select
 from zk_recipes._client.resolve import check_hosts_resolve
@@ -166,6 +166,25 @@ class _CreateTTL(namedtuple("_CreateTTL", "path data acl flags ttl")):
         b: bytearray = Create2.serialize(self)
         b.extend(long_struct.pack(self.ttl))
         return b
+
+
+#: A request's xid and type, which the server counts in its length with the body.
+_HEADER_BYTES = 8
+#: How messages name a request, by opcode.
+_REQUEST_NAMES = {
+    Create.type: "create",
+    Create2.type: "create",
+    19: "create",
+    21: "create",
+    Delete.type: "delete",
+    Exists.type: "exists",
+    GetData.type: "get",
+    SetData.type: "set",
+    GetChildren.type: "get_children",
+    Sync.type: "sync",
+    SetACL.type: "set_acl",
+    Transaction.type: "multi",
+}
 
 
 #: kazoo's answer about one node -> (our error, message). The messages live here,
@@ -399,6 +418,7 @@ class KazooConnection:
         # One poll(2) per wait instead of an epoll object per call (poll_select's docstring).
         self._kz.handler.select = poll_select
         self._acl = _kazoo_acl(settings.default_acl or OPEN_ACL_UNSAFE)
+        self._max_request = _paths.max_request_bytes(settings.max_data_bytes)
         #: Send time of the newest request or ping whose reply arrived (see the module
         #: note), on ``session_clock`` (it counts a suspended machine's sleep too).
         self.last_heard = session_clock()
@@ -880,9 +900,24 @@ class KazooConnection:
         return Pending(self._send(request, path), path, convert, self)
 
     def _send(self, request: Any, path: str) -> Any:
-        """Send ``request``: written by this thread when it may, else through kazoo's queue."""
+        """Send ``request``: written by this thread when it may, else through kazoo's queue.
+
+        Every request of ours passes here, so this is where its size is checked:
+        the server drops the connection of a request over its jute.maxbuffer
+        (docs/settings.md, max_data_bytes), and kazoo would send it again on
+        every reconnect. The body serialized for the check is the one a direct
+        send writes; kazoo's queue serializes it again.
+        """
+        body = request.serialize()
+        if len(body) + _HEADER_BYTES > self._max_request:
+            raise _paths.request_too_large(
+                _REQUEST_NAMES.get(request.type, "ZooKeeper"),
+                path if self._event_path is None else self._event_path(path),
+                len(body) + _HEADER_BYTES,
+                self._max_request,
+            )
         raw = self._kz.handler.async_result()
-        if self._direct.send(request, raw):
+        if self._direct.send(request, raw, body):
             return raw
         self._admit(path)
         if self._kz._call(request, raw) is False:

@@ -12,8 +12,12 @@ command-line face: the ``zk-recipes`` command (``main``, on click), Django's
     with ZkClient("zk1:2181") as client:
         code = run_locked(client, "db-migrate", ["./manage.py", "migrate"], timeout=600)
 
-What the web faces share with it (lock paths, lock name templates, the
-decorated call, status rows) is the framework kit's: ``zk_recipes.frameworks``.
+Every face checks its arguments the same way before it connects
+(``parse_seconds`` for ``--timeout``/``--grace``, ``check_path`` for a PATH to
+read, the kit's ``lock_path``/``leader_path`` for a NAME): a bad one is one
+line and ``ExitCode.USAGE``. What the web faces share with it (lock paths,
+lock name templates, the decorated call, status rows) is the framework kit's:
+``zk_recipes.frameworks``.
 
 Importing this module imports neither click nor any web framework; ``main()``
 and ``add_click_commands()`` import click. See docs/cli.md.
@@ -25,6 +29,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from zk_recipes import DEFAULT_PREFIX
+from zk_recipes.cli._arguments import (
+    check_path as check_path,
+    parse_seconds as parse_seconds,
+)
 from zk_recipes.cli._exit_codes import (
     ExitCode as ExitCode,
 )
@@ -83,8 +91,10 @@ __all__ = [
     "ExitCode",
     "Interrupted",
     "add_click_commands",
+    "check_path",
     "default_grace",
     "main",
+    "parse_seconds",
     "print_holders",
     "print_status",
     "run_as_leader",

@@ -27,14 +27,20 @@ import click
 
 from zk_recipes import (
     DEFAULT_PREFIX,
+    ClientStateError,
     ConfigurationError,
+    ConnectionLostError,
     ConnectTimeoutError,
     RecipesConfig,
+    SessionLost,
     ZkClient,
+    ZkTimeoutError,
 )
+from zk_recipes.cli._arguments import check_path, parse_seconds
 from zk_recipes.cli._exit_codes import ExitCode
 from zk_recipes.cli._guarded import run_as_leader, run_locked
 from zk_recipes.cli._reports import print_holders, print_status
+from zk_recipes.frameworks import leader_path, lock_path
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 #: How a face reads its settings for one command.
@@ -63,13 +69,34 @@ def fail(code: int, message: str) -> NoReturn:
     sys.exit(code)
 
 
-@contextlib.contextmanager
-def connected(config_of: ConfigOf, ctx: click.Context) -> Iterator[tuple[ZkClient, RecipesConfig]]:
-    """A started client of the face's settings, closed on the way out; exits on failure."""
+def settings(config_of: ConfigOf, ctx: click.Context) -> RecipesConfig:
+    """The face's settings; exit ``CONFIG`` with the reason when they are wrong."""
     try:
-        config = config_of(ctx)
+        return config_of(ctx)
     except ConfigurationError as exc:
         fail(ExitCode.CONFIG, str(exc))
+
+
+def check_argument(check: Callable[[], object]) -> None:
+    """Run ``check``; a ``ConfigurationError`` it raises is a bad argument: exit ``USAGE``.
+
+    One line, like ``fail``'s, naming the argument as typed: the settings are
+    read before (exit ``CONFIG``), so what is left wrong is the command line.
+    """
+    try:
+        check()
+    except ConfigurationError as exc:
+        raise BadArgument(str(exc)) from None
+
+
+@contextlib.contextmanager
+def connected(config_of: ConfigOf, ctx: click.Context) -> Iterator[tuple[ZkClient, RecipesConfig]]:
+    """A started client of the face's settings, closed on the way out; exits on failure.
+
+    Past the connection, an argument the checks let through exits ``USAGE``
+    and a connection that breaks exits ``UNAVAILABLE``: one line, no traceback.
+    """
+    config = settings(config_of, ctx)
     client = ZkClient(settings=config.client)
     try:
         try:
@@ -78,9 +105,44 @@ def connected(config_of: ConfigOf, ctx: click.Context) -> Iterator[tuple[ZkClien
             fail(ExitCode.UNAVAILABLE, f"ZooKeeper is unreachable: {exc}")
         except ConfigurationError as exc:  # the server refused the credentials
             fail(ExitCode.CONFIG, str(exc))
-        yield client, config
+        try:
+            yield client, config
+        except ConfigurationError as exc:
+            fail(ExitCode.USAGE, str(exc))
+        except (ConnectionLostError, ZkTimeoutError, SessionLost, ClientStateError) as exc:
+            fail(ExitCode.UNAVAILABLE, f"ZooKeeper is unreachable: {exc}")
     finally:
         client.close()
+
+
+class BadArgument(click.ClickException):
+    """A bad argument's value: one line on stderr, as ``fail`` writes it, and exit ``USAGE``.
+
+    Not click's ``BadParameter``, which prints the usage and a hint around
+    the message: the message itself says what to give instead.
+    """
+
+    exit_code = ExitCode.USAGE
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"zk-recipes: {self.format_message()}", err=True)
+
+
+class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.2 on
+    """A finite number of seconds >= 0 (``--timeout``, ``--grace``): no ``nan``, no ``inf``."""
+
+    name = "seconds"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, float):
+            return value
+        try:
+            return parse_seconds(value)
+        except ConfigurationError as exc:
+            option = param.opts[0] if param is not None and param.opts else "SECONDS"
+            raise BadArgument(f"{option} {exc}") from None
 
 
 _wait_options: list[Callable[[Any], Any]] = [
@@ -91,7 +153,7 @@ _wait_options: list[Callable[[Any], Any]] = [
     ),
     click.option(
         "--timeout",
-        type=click.FloatRange(min=0),
+        type=Seconds(),
         metavar="SECONDS",
         help=f"Give up after waiting this long (exit {ExitCode.TIMED_OUT:d}). "
         "Default: wait as long as it takes.",
@@ -100,7 +162,7 @@ _wait_options: list[Callable[[Any], Any]] = [
 _run_options: list[Callable[[Any], Any]] = [
     click.option(
         "--grace",
-        type=click.FloatRange(min=0),
+        type=Seconds(),
         metavar="SECONDS",
         help="After a loss: SIGTERM, then SIGKILL after this long. Default: the margin "
         "simulated expiry leaves, (1 - simulated_expiry_fraction) x session timeout.",
@@ -184,6 +246,8 @@ def add_click_commands(
         """
         if no_wait and timeout is not None:
             raise click.UsageError("give either --no-wait or --timeout, not both")
+        prefix = settings(config_of, ctx).prefix
+        check_argument(lambda: lock_path(name, prefix))
         with connected(config_of, ctx) as (client, config):
             code = run_locked(
                 client,
@@ -230,6 +294,8 @@ def add_click_commands(
           {PROG} leader beat -- celery -A proj beat
           {PROG} leader --rejoin consumer -- ./consume.py
         """
+        prefix = settings(config_of, ctx).prefix
+        check_argument(lambda: leader_path(name, prefix))
         with connected(config_of, ctx) as (client, config):
             code = run_as_leader(
                 client,
@@ -255,6 +321,7 @@ def add_click_commands(
           {PROG} holders
           {PROG} holders {PREFIX}/locks --json | jq '.[].holders[].pid'
         """
+        check_argument(lambda: check_path(path, example=settings(config_of, ctx).prefix))
         with connected(config_of, ctx) as (client, _config):
             code = print_holders(client, path, as_json=as_json)
         sys.exit(code)

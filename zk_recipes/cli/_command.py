@@ -69,6 +69,8 @@ def _read_config(ctx: click.Context) -> RecipesConfig:
         for variable, option in given.items():
             message = message.replace(f"environment variable {variable}", option)
             message = message.replace(f"{variable}=", f"{option} ")
+        # A hint that points to another setting points to its option: what a CLI user types.
+        message = message.replace("as ZK_RECIPES_NAMESPACE instead", "as --namespace instead")
         raise ConfigurationError(message) from None
 
 
@@ -111,8 +113,9 @@ def server(port: int | None) -> None:
         from zk_recipes.testing import HarnessError, ZooKeeperServer
     except ImportError as exc:
         fail(
-            ExitCode.CONFIG,
-            f"zk-recipes server needs the testing extra ({exc}): pip install 'zk-recipes[testing]'",
+            ExitCode.NOT_INSTALLED,
+            f"zk-recipes server needs the testing extra, which is not installed ({exc}): "
+            "pip install 'zk-recipes[testing]'",
         )
     stop = threading.Event()
     previous = {

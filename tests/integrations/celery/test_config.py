@@ -72,6 +72,25 @@ def test_bad_settings_name_the_celery_setting(conf: dict[str, object], message: 
         zc.read_config({"zk_recipes_hosts": "zk1", **conf})
 
 
+def test_numeric_strings_from_the_environment_are_numbers() -> None:
+    """A celeryconfig built from os.environ gives strings: they are read as numbers."""
+    app = Celery("env", set_as_current=False)
+    app.conf.update(
+        zk_recipes_hosts="zk1:2181",
+        zk_recipes_session_timeout="6",
+        zk_recipes_connection_timeout="2.5",
+        zk_recipes_max_data_bytes="4096",
+    )
+    client = zc.read_config(app.conf, app_name=app.main).client
+    assert (client.session_timeout, client.connection_timeout, client.max_data_bytes) == (
+        6.0,
+        2.5,
+        4096,
+    )
+    with pytest.raises(ConfigurationError, match=r"^zk_recipes_session_timeout: .*got 'six'"):
+        zc.read_config({"zk_recipes_hosts": "zk1", "zk_recipes_session_timeout": "six"})
+
+
 def test_a_real_app_conf_with_a_django_namespace() -> None:
     app = Celery("dj", set_as_current=False)
     app.config_from_object(

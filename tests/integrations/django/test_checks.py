@@ -56,6 +56,10 @@ _MISSING = object()
         # The test site's views lock on "default" (E008), and there is no "default" (W001).
         ({"other": GOOD}, ["zk_recipes.E008", "zk_recipes.W001"]),
         ({"default": GOOD, "reports": {**GOOD, "NAMESPACE": "reports"}}, []),
+        # Numbers as settings built from os.environ give them.
+        ({"default": {**GOOD, "SESSION_TIMEOUT": "10", "MAX_DATA_BYTES": "4096"}}, []),
+        # A flat dict is one error saying to put the alias around it.
+        ({"HOSTS": "zk1:2181", "SESSION_TIMEOUT": 5}, ["zk_recipes.E002"]),
     ],
 )
 def test_each_static_check_fires_for_its_setting(
@@ -73,6 +77,30 @@ def test_messages_name_the_key_and_say_the_fix(settings: Any) -> None:
     (message,) = checks.run_checks(tags=["zk_recipes"])
     assert message.hint is not None
     assert '"HOSTS"' in message.hint
+
+
+def test_a_flat_dict_gets_the_alias_around_it_not_an_alias_named_hosts(settings: Any) -> None:
+    settings.ZK_RECIPES = {"HOSTS": "zk1:2181", "SESSION_TIMEOUT": 5}
+    (message,) = checks.run_checks(tags=["zk_recipes"])
+    assert message.id == "zk_recipes.E002"
+    assert "holds settings itself (HOSTS, SESSION_TIMEOUT)" in message.msg
+    assert message.hint is not None
+    assert '{"default": {"HOSTS": ..., "SESSION_TIMEOUT": ...}}' in message.hint
+    assert '{"HOSTS": {"HOSTS"' not in message.msg + message.hint
+    # Used anyway (a command, a view), the settings error says the same.
+    with pytest.raises(zk_recipes_django.SettingsError, match=r'\{"default": \{"HOSTS": '):
+        zk_recipes_django.config()
+
+
+def test_numeric_strings_are_read_and_computed_floats_rounded(settings: Any) -> None:
+    settings.ZK_RECIPES = {"default": {**GOOD, "SESSION_TIMEOUT": "7.5", "MAX_DATA_BYTES": "4096"}}
+    client = zk_recipes_django.config().client
+    assert (client.session_timeout, client.max_data_bytes) == (7.5, 4096)
+    settings.ZK_RECIPES = {"default": {**GOOD, "SIMULATED_EXPIRY_FRACTION": 0.7 * 1.5}}
+    (message,) = checks.run_checks(tags=["zk_recipes"])
+    assert message.id == "zk_recipes.E006"
+    assert "got 1.05;" in message.msg
+    assert "1.0499999" not in message.msg
 
 
 def test_an_alias_used_by_a_command_but_not_configured_is_e008(

@@ -108,6 +108,46 @@ def test_bad_input_has_its_exit_code_and_takes_no_lock(
     assert _children(zk_client, lock_path("demo", PREFIX)) == []
 
 
+_BAD_ARGUMENTS = [
+    (["zklock", "../x", "--", "check"], "lock name '../x': its path"),
+    (["zklock", "", "--", "check"], "a lock name must be"),
+    (["zklock", "/zookeeper/x", "--", "check"], "is reserved by ZooKeeper"),
+    (["zklock", "a\x01b", "--", "check"], "ZooKeeper does not allow"),
+    (["zkleader", "../x", "--", "check"], "leader name '../x': its path"),
+    (["zklock", "demo", "--timeout", "nan", "--", "check"], "--timeout must be a finite"),
+    (["zklock", "demo", "--timeout", "-1", "--", "check"], "--timeout must be a finite"),
+    (["zklock", "demo", "--grace", "inf", "--", "check"], "--grace must be a finite"),
+    (["zkleader", "demo", "--grace", "soon", "--", "check"], "--grace must be a number"),
+    (["zkstatus", "--path", "notabs"], "--path 'notabs' is relative"),
+    (["zkstatus", "--path", "/a/"], "drop the trailing slash"),
+    (["lockedcmd", "--timeout", "nan", "--dir", "."], "--timeout must be a finite"),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"), _BAD_ARGUMENTS, ids=[" ".join(a[:3]) for a, _ in _BAD_ARGUMENTS]
+)
+def test_a_bad_argument_is_one_line_and_exit_2_before_connecting(
+    manage: Manage, zk_client: ZkClient, args: list[str], says: str
+) -> None:
+    run = manage.run(args)
+    assert run.returncode == ExitCode.USAGE, run.stderr
+    assert "Traceback" not in run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert says in lines[0]
+    assert zk_client.get_children("/") == []  # nothing connected and made a node
+
+
+def test_an_unknown_command_after_the_dashes_gets_a_did_you_mean(manage: Manage) -> None:
+    run = manage.run(["zklock", "demo", "--", "migarte"])
+    assert run.returncode == ExitCode.NOT_FOUND, run.stderr
+    assert "unknown management command 'migarte' (did you mean 'migrate'?)" in run.stderr
+    far = manage.run(["zkleader", "demo", "--", "zzqqxx"])
+    assert far.returncode == ExitCode.NOT_FOUND, far.stderr
+    assert "did you mean" not in far.stderr
+
+
 def test_unreachable_zookeeper_and_bad_settings_have_their_codes(
     zk_hosts: str, zk_namespace: str
 ) -> None:

@@ -133,6 +133,30 @@ def test_usage_errors_exit_2(make_app: AppFactory) -> None:
     assert "--hosts" in out
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("holders", "notabs"), "PATH 'notabs' is relative"),
+        (("holders", "/a//b/"), "ends with '/': drop the trailing slash; has an empty segment"),
+        (("lock", "../x", "--", "true"), "lock name '../x': its path"),
+        (("lock", "", "--", "true"), "a lock name must be"),
+        (("leader", "/zookeeper/x", "--", "true"), "is reserved by ZooKeeper"),
+        (("lock", "--timeout", "nan", "demo", "--", "true"), "--timeout must be a finite"),
+        (("leader", "--grace", "-2", "demo", "--", "true"), "--grace must be a finite"),
+    ],
+)
+def test_a_bad_argument_is_one_line_and_exit_2(
+    make_app: AppFactory, zk_client: ZkClient, args: tuple[str, ...], says: str
+) -> None:
+    app, _ = make_app()
+    code, out = _invoke(app, *args)
+    assert code == ExitCode.USAGE, out
+    assert out.strip().splitlines() == [out.strip()], out
+    assert out.startswith("zk-recipes: ")
+    assert says in out
+    assert zk_client.get_children("/") == []
+
+
 def test_unreachable_zookeeper_exits_69(make_app: AppFactory) -> None:
     (port,) = free_ports(1)
     app, _ = make_app(ZK_RECIPES_HOSTS=f"127.0.0.1:{port}", ZK_RECIPES_CONNECTION_TIMEOUT=1.0)
@@ -219,6 +243,20 @@ def flask_zk(app_env: dict[str, str], tmp_path: Path) -> Iterator[StartFlask]:
         if run.running():
             run.process.kill()
             run.wait()
+
+
+def test_a_bad_name_in_a_real_process_is_one_line_and_no_traceback(flask_zk: StartFlask) -> None:
+    code, out, err = flask_zk(["holders", "notabs"]).wait()
+    assert out == ""
+    assert code == ExitCode.USAGE, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines() == [
+        "zk-recipes: PATH 'notabs' is relative: znode paths start with '/'; give a path "
+        "under the namespace, like /zk-recipes/locks (or / for all)"
+    ]
+    code, _, err = flask_zk(["lock", "../x", "--", "true"]).wait()
+    assert code == ExitCode.USAGE, err
+    assert len(err.strip().splitlines()) == 1, err
 
 
 def test_two_no_wait_runs_one_runs_the_other_is_busy(flask_zk: StartFlask, tmp_path: Path) -> None:

@@ -102,6 +102,33 @@ def test_init_app_checks_the_settings_without_connecting() -> None:
     assert zk.state(app).process_client.current() is None
 
 
+def test_numeric_strings_from_the_environment_are_numbers(make_app: AppFactory) -> None:
+    """``app.config.from_prefixed_env()`` and ``os.environ`` give strings: they are read."""
+    zk = ZkRecipes(connection_timeout="4")  # the constructor's options too
+    app, _ = make_app(
+        zk,
+        ZK_RECIPES_SESSION_TIMEOUT=str(SESSION_TIMEOUT),
+        ZK_RECIPES_SIMULATED_EXPIRY_FRACTION="0.5",
+        ZK_RECIPES_MAX_DATA_BYTES="65536",
+    )
+    client = zk.config(app).client
+    assert client.session_timeout == SESSION_TIMEOUT
+    assert client.connection_timeout == 4.0
+    assert client.simulated_expiry_fraction == 0.5
+    assert client.max_data_bytes == 65536
+    assert zk.get_client(app).negotiated_session_timeout == SESSION_TIMEOUT
+
+
+def test_a_computed_float_is_rounded_in_the_message() -> None:
+    app = Flask("computed")
+    app.config.update(ZK_RECIPES_HOSTS="127.0.0.1:1", ZK_RECIPES_SESSION_TIMEOUT=0.1 * 3 - 1)
+    with pytest.raises(ConfigurationError) as caught:
+        ZkRecipes(app)
+    assert "ZK_RECIPES_SESSION_TIMEOUT: must be a positive number of seconds, got -0.7;" in str(
+        caught.value
+    )
+
+
 def test_init_app_twice_and_another_extensions_app_are_refused(make_app: AppFactory) -> None:
     app, zk = make_app()
     with pytest.raises(RecipeUsageError, match="already initialised"):

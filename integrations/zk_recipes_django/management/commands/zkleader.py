@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from zk_recipes.cli import run_as_leader
-from zk_recipes_django._commands import GuardedRunCommand, connect, finish
+from zk_recipes.frameworks import leader_path
+from zk_recipes_django._commands import GuardedRunCommand, check_name, connect, finish, seconds
 
 
 class Command(GuardedRunCommand):
@@ -31,14 +32,16 @@ class Command(GuardedRunCommand):
         self.add_run_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        grace = seconds(options["grace"], "--grace")
         job, label = self.job(options["command"], options["exec_"])
+        check_name(leader_path, options["name"], options["alias"])
         client, prefix = connect(options["alias"])
         code = run_as_leader(
             client,
             options["name"],
             job,
             rejoin=options["rejoin"],
-            grace=options["grace"],
+            grace=grace,
             prefix=prefix,
             identifier=label,
             out=self.stderr,

@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from zk_recipes.cli import run_locked
-from zk_recipes_django._commands import GuardedRunCommand, connect, finish
+from zk_recipes.frameworks import lock_path
+from zk_recipes_django._commands import GuardedRunCommand, check_name, connect, finish, seconds
 
 
 class Command(GuardedRunCommand):
@@ -30,7 +31,10 @@ class Command(GuardedRunCommand):
         parser.add_argument("name", help="The lock's name, e.g. migrate (or an absolute path).")
         wait = parser.add_mutually_exclusive_group()
         wait.add_argument(
-            "--timeout", type=float, default=None, help="Give up after S seconds (exit 124)."
+            "--timeout",
+            default=None,
+            metavar="SECONDS",
+            help="Give up after waiting this long (exit 124).",
         )
         wait.add_argument(
             "--no-wait", action="store_true", help="Give up at once if it is held (exit 75)."
@@ -38,15 +42,18 @@ class Command(GuardedRunCommand):
         self.add_run_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        timeout = seconds(options["timeout"], "--timeout")
+        grace = seconds(options["grace"], "--grace")
         job, label = self.job(options["command"], options["exec_"])
+        check_name(lock_path, options["name"], options["alias"])
         client, prefix = connect(options["alias"])
         code = run_locked(
             client,
             options["name"],
             job,
             wait=not options["no_wait"],
-            timeout=options["timeout"],
-            grace=options["grace"],
+            timeout=timeout,
+            grace=grace,
             prefix=prefix,
             identifier=label,
             out=self.stderr,

@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 import zk_recipes
 from zk_recipes import ConfigurationError, ZkRecipesError
-from zk_recipes.cli import ExitCode, print_holders, print_status
+from zk_recipes.cli import ExitCode, check_path, print_holders, print_status
 from zk_recipes.frameworks import connection_report
 from zk_recipes_django import _clients, _settings
 
@@ -46,6 +46,10 @@ class Command(BaseCommand):  # type: ignore[misc]
                 _settings.config(alias)
         except ConfigurationError as exc:
             raise CommandError(str(exc), returncode=ExitCode.CONFIG) from None
+        try:
+            check_path(options["path"], "--path")
+        except ConfigurationError as exc:
+            raise CommandError(str(exc), returncode=ExitCode.USAGE) from None
         reports = {alias: self._report(alias, options["path"]) for alias in names}
         if options["json"]:
             self.stdout.write(json.dumps({"aliases": reports}, indent=2))
