@@ -114,7 +114,18 @@ def _beat_scheduler(value: object, text: bool) -> str:
 
 
 def _check_on_start(value: object, text: bool) -> bool:
-    return bool(value)
+    # A string from the environment ("false") must not read as True, as bool() would.
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in ("true", "1", "yes", "on"):
+            return True
+        if word in ("false", "0", "no", "off"):
+            return False
+    raise ConfigurationError(
+        f"must be True or False (or true/false, 1/0, yes/no, on/off), got {value!r}"
+    )
 
 
 def _django_alias(value: object, text: bool) -> str:

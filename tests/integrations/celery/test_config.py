@@ -91,6 +91,21 @@ def test_numeric_strings_from_the_environment_are_numbers() -> None:
         zc.read_config({"zk_recipes_hosts": "zk1", "zk_recipes_session_timeout": "six"})
 
 
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(False, False), ("false", False), ("0", False), ("off", False), ("yes", True), (True, True)],
+)
+def test_check_on_start_reads_words_as_words(value: object, expected: bool) -> None:
+    """``"false"`` from the environment is False: bool("false") would be True."""
+    conf = {"zk_recipes_hosts": "zk1", "zk_recipes_check_on_start": value}
+    assert zc.read_config(conf).check_on_start is expected
+
+
+def test_check_on_start_refuses_what_is_not_a_yes_or_no() -> None:
+    with pytest.raises(ConfigurationError, match=r"^zk_recipes_check_on_start: must be True or"):
+        zc.read_config({"zk_recipes_hosts": "zk1", "zk_recipes_check_on_start": "maybe"})
+
+
 def test_a_real_app_conf_with_a_django_namespace() -> None:
     app = Celery("dj", set_as_current=False)
     app.config_from_object(
