@@ -36,6 +36,9 @@ from zk_recipes.cli._guarded import (
 from zk_recipes.cli._in_process import (
     Interrupted as Interrupted,
 )
+from zk_recipes.cli._outage import (
+    connect_timeout as connect_timeout,
+)
 from zk_recipes.cli._reports import (
     print_holders as print_holders,
     print_status as print_status,
@@ -83,6 +86,7 @@ __all__ = [
     "ExitCode",
     "Interrupted",
     "add_click_commands",
+    "connect_timeout",
     "default_grace",
     "main",
     "print_holders",

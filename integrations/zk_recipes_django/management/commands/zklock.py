@@ -39,7 +39,7 @@ class Command(GuardedRunCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         job, label = self.job(options["command"], options["exec_"])
-        client, prefix = connect(options["alias"])
+        client, prefix = connect(options["alias"], options["timeout"])
         code = run_locked(
             client,
             options["name"],
