@@ -80,6 +80,7 @@ from zk_recipes._client.poll_select import poll_select
 from zk_recipes._client.socket_io import read_exactly, send_all
 from zk_recipes._deadline import session_clock
 from zk_recipes._settings import ClientSettings
+from zk_recipes._threads import run_in_thread
 from zk_recipes._types import (
     OPEN_ACL_UNSAFE,
     Acl,
@@ -619,11 +620,25 @@ class KazooConnection:
 
     # -- lifecycle -------------------------------------------------------
     def start(self, timeout: float) -> None:
+        """Connect within ``timeout`` seconds, or raise ConnectTimeoutError by then.
+
+        Not kazoo's ``start(timeout)``: that one stops a connection that did not
+        come up in time before it raises, and kazoo's stop waits for its
+        connection thread, which may sit in the handshake read for the whole
+        session timeout (a server that accepts and says nothing: paused, or
+        behind a partition). So the timeout would not be kept. The stop runs on
+        a thread of its own instead; our state hook ignores this connection
+        from that moment (``stopping``).
+        """
         try:
-            self._kz.start(timeout=timeout)
-        except KazooTimeoutError as exc:
-            seen = self._last_problem.message  # before stop() logs its own farewell
+            came_up = self._kz.start_async()
+        except kz_exc.KazooException as exc:
             self.stop()
+            raise translate(exc) from exc
+        came_up.wait(timeout)
+        if not self._kz.connected:
+            seen = self._last_problem.message  # before stop() logs its own farewell
+            self._stop_soon()
             hosts = self._settings.hosts
             raise errors.ConnectTimeoutError(
                 f"could not connect to ZooKeeper at {hosts} within {timeout:g} s"
@@ -631,12 +646,17 @@ class KazooConnection:
                 + ". Check that the servers are running and reachable from here (e.g. `echo "
                 "ruok | nc HOST PORT` answers imok), that the hosts setting is right, and "
                 "that TLS/auth settings match the servers."
-            ) from exc
-        except kz_exc.KazooException as exc:
-            self.stop()
-            raise translate(exc) from exc
+            )
         if self._settings.sasl:
             self._check_sasl(timeout)
+
+    def _stop_soon(self) -> None:
+        """``stop()`` on a daemon thread: the caller does not wait for kazoo's thread to end."""
+        self.stopping = True
+        try:
+            run_in_thread("zk-recipes stop", self.stop)
+        except RuntimeError:  # no thread to be had: stop here, late rather than never
+            self.stop()
 
     def _check_sasl(self, timeout: float) -> None:
         """kazoo reports CONNECTED before its SASL handshake ends; a rejected one
