@@ -350,3 +350,35 @@ def test_the_busy_line_names_the_whole_command(
     assert "(nightly backup), for " in err
     assert err.rstrip().endswith(f"not running {shlex.join(argv)}"), err
     holder.release()
+
+
+def test_stopping_a_standbys_command_group_ends_the_standby_without_running_it(
+    cli_env: dict[str, str], tmp_path: Path, started: list[_Cli]
+) -> None:
+    leading = _Cli(["leader", "beat", "--", *_forking("E", tmp_path)], cli_env)
+    started.append(leading)
+    _group_of("E", tmp_path)
+    standby = _Cli(["leader", "beat", "--", *_forking("S", tmp_path)], cli_env)
+    started.append(standby)
+
+    def waiting() -> list[dict[str, Any]]:
+        out = subprocess.run(
+            [sys.executable, "-m", "zk_recipes", "holders", "--json"],
+            env=cli_env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        (election,) = [r for r in json.loads(out) if r["path"] == leader_path("beat")]
+        return list(election["waiting"])
+
+    wait_until(lambda: len(waiting()) == 1, "the standby's node", timeout=20)
+    (node,) = waiting()
+    assert node["pid"] == standby.process.pid
+    os.killpg(node["command_pgid"], signal.SIGTERM)  # the group holders names, before it ran
+    code, _, err = standby.wait()
+    assert code == 128 + signal.SIGTERM, err
+    assert "was stopped before it ran" in err
+    assert not (tmp_path / "running-S").exists()
+    leading.process.send_signal(signal.SIGTERM)
+    leading.wait()

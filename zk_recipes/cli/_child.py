@@ -131,12 +131,15 @@ class Child:
         self._keeper_pipe: int | None = None
         self._reaper: threading.Thread | None = None
         self._ran = False
+        self._closed = False
         #: The command's ``Popen``-style returncode (-N: killed by signal N), None while it runs.
         self.returncode: int | None = None
 
     # -- starting ------------------------------------------------------------------------
     def spawn(self, wake: threading.Event) -> tuple[int, str] | None:
         """Start the shim (the command's pid and group exist from now on); why not, if not."""
+        if not os.path.isfile(_group.__file__):  # installed where no file can be run
+            return ExitCode.CANNOT_RUN, f"cannot start {self.argv[0]}: {_group.__file__} is missing"
         ours, theirs = socket.socketpair()
         tty = -1 if self._terminal is None else self._terminal
         group: dict[str, Any] = (
@@ -247,8 +250,9 @@ class Child:
         True if processes were left in the group and had to be stopped. Then
         the keeper is let go, and the terminal taken back.
         """
-        if self._shim is None:
+        if self._shim is None or self._closed:
             return False
+        self._closed = True  # once: the group's number is free again after this
         left = self._ran and _group.group_alive(self.pgid)
         if left:
             _group.stop_group(self.pgid, grace)

@@ -157,7 +157,8 @@ def run_locked(
         else:
             return run.unavailable("the lock looked free, yet could not be taken")
         try:
-            log.info("holding %s (%s, token %d): running %s", path, name, lock.fencing_token, label)
+            token = lock.fencing_token
+            log.info("holding %s (%s, fencing token %d): running %s", run.what, path, token, label)
             child = run.spawned()
             if isinstance(child, int):
                 return child
@@ -228,14 +229,22 @@ def _lead(run: _Run, path: str, label: str, job: Child | Call) -> int:
     try:
         outage = Outage(run.client, None)
         with run.reporter(lambda: latch_view(latch)):
-            while not latch.has_leadership() and run.relay.first is None and not outage.over():
+            while not (
+                latch.has_leadership()
+                or run.relay.first is not None
+                or outage.over()
+                or _ended(job)
+            ):
                 run.wake.wait(outage.next_look(0.5))
                 run.wake.clear()
         if run.relay.first is not None:
             return run.interrupted()
+        if isinstance(job, Child) and (status := job.exit_status()) is not None:
+            say(run.out, f"{run.command_line} was stopped before it ran (status {status})")
+            return status
         if not latch.has_leadership():
             return run.unavailable(outage.reason())
-        log.info("leading %s: running %s", path, label)
+        log.info("%s is ours (%s): running %s", run.what, path, label)
         return run.run_while(job, latch.has_leadership)
     finally:
         latch.close()
@@ -394,6 +403,11 @@ def _record_owner(client: ZkClient, lock: Lock, label: str, queued_at: float, ch
         client.set_async(node, owner.to_bytes())
     except ZkRecipesError as exc:  # the hold is judged elsewhere; this is only a label
         log.debug("recording the command in %s failed: %s", node, exc)
+
+
+def _ended(job: Child | Call) -> bool:
+    """True once a standby's shim is gone (someone stopped its group): nothing left to run."""
+    return isinstance(job, Child) and job.exit_status() is not None
 
 
 def _lock_is_ours(lock: Lock) -> Callable[[], bool]:
