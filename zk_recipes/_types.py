@@ -191,7 +191,9 @@ class Owner:
     """Who queued a node: the JSON zk-recipes writes into lock, lease and semaphore nodes.
 
     Every field is optional: a node written by another client (Curator, a
-    script) carries no such JSON and reads back as an empty ``Owner``.
+    script) carries no such JSON and reads back as an empty ``Owner``, and
+    data written before a field existed reads back with that field None
+    (unknown keys are ignored, so older readers read newer data too).
     Curator ignores node data on these paths, so the JSON costs nothing in
     interop.
     """
@@ -206,6 +208,13 @@ class Owner:
     since: float | None = None
     #: The recipe's ``identifier=`` (Celery: the task id), if one was given.
     id: str | None = None
+    #: ``time.time()`` when the hold began, where the holder records it (``zk-recipes
+    #: lock`` does, once it holds); ``since`` is when the node was queued.
+    held_since: float | None = None
+    #: The pid of the command a supervisor (``zk-recipes lock``/``leader``) runs for the hold.
+    command_pid: int | None = None
+    #: That command's process group: ``kill -- -<command_pgid>`` reaches all of it.
+    command_pgid: int | None = None
 
     @classmethod
     def here(cls, identifier: str | None = None) -> Owner:
@@ -248,6 +257,9 @@ class Owner:
                 ("thread", self.thread),
                 ("since", self.since),
                 ("id", self.id),
+                ("held_since", self.held_since),
+                ("command_pid", self.command_pid),
+                ("command_pgid", self.command_pgid),
             )
             if value is not None
         }
@@ -275,6 +287,9 @@ class Owner:
             thread=pick("thread", str),
             since=pick("since", float),
             id=pick("id", str),
+            held_since=pick("held_since", float),
+            command_pid=pick("command_pid", int),
+            command_pgid=pick("command_pgid", int),
         )
 
     def __bool__(self) -> bool:

@@ -27,7 +27,7 @@ from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand, CommandError
 
 from zk_recipes import ConfigurationError, ZkClient, ZkRecipesError
-from zk_recipes.cli import ExitCode, parse_seconds
+from zk_recipes.cli import ExitCode, connect_timeout, parse_seconds
 from zk_recipes_django import _clients, _settings
 
 
@@ -178,14 +178,17 @@ def check_name(path_of: Callable[[str, str], str], name: str, alias: str) -> Non
         raise CommandError(str(exc), returncode=ExitCode.USAGE) from None
 
 
-def connect(alias: str) -> tuple[ZkClient, str]:
+def connect(alias: str, timeout: float | None = None) -> tuple[ZkClient, str]:
     """The alias's connected client and prefix; CommandError with the exit code if not.
 
-    Waits up to the alias's ``CONNECTION_TIMEOUT`` for the connection.
+    Waits up to the alias's ``CONNECTION_TIMEOUT`` for the connection, and no
+    longer than ``timeout`` (the command's ``--timeout``): the outage rule of
+    ``zk_recipes.cli`` (``connect_timeout``).
     """
     try:
-        prefix = _settings.config(alias).prefix
-        return _clients.get_client(alias), prefix
+        config = _settings.config(alias)
+        wait = connect_timeout(config.client.connection_timeout, timeout)
+        return _clients.get_client(alias, wait), config.prefix
     except ConfigurationError as exc:
         raise CommandError(str(exc), returncode=ExitCode.CONFIG) from None
     except ZkRecipesError as exc:
@@ -278,7 +281,7 @@ class LockedCommandMixin:
         if timeout is None and not no_wait:
             timeout = self.lock_timeout
         name = self.lock_name or type(self).__module__.rsplit(".", 1)[-1]
-        client, prefix = connect(self.lock_alias)
+        client, prefix = connect(self.lock_alias, None if no_wait else timeout)
         result: list[Any] = []
 
         def run_command() -> int:

@@ -240,6 +240,41 @@ def test_leader_latch_leader_and_standbys(zk_client_factory: ClientFactory) -> N
             latch.close()
 
 
+def test_a_leaders_since_bounds_its_term_unless_its_node_records_the_start(
+    zk_client_factory: ClientFactory,
+) -> None:
+    """A latch node says when its candidate joined; its term began then or later."""
+    reader = zk_client_factory()
+    first = LeaderLatch(zk_client_factory(), "/bound", "first").start()
+    assert first.await_leadership(10)
+    joined = Owner(host="web-7", pid=4242, since=time.time() - 300, command_pid=4250)
+    second = LeaderLatch(zk_client_factory(), "/bound", joined.to_bytes().decode()).start()
+    wait_until(_queued(reader, "/bound", 2), "the second candidate in line")
+    standby = _one(holders(reader), "/bound").waiting[0]
+    assert (standby.since, standby.since_exact) == (joined.since, True)  # when it queued
+    first.close()
+    assert second.await_leadership(10)
+    try:
+        (leader,) = _one(holders(reader), "/bound").holders
+        assert joined.since is not None
+        # It leads for seconds, yet its node can only say "joined 300 s ago": a bound.
+        assert (leader.since, leader.since_exact) == (joined.since, False)
+        assert leader.age(joined.since + 300.5) == "≤5m"
+        assert leader.as_dict()["since_exact"] is False
+        assert leader.as_dict()["command_pid"] == 4250
+        assert "≤" in holders_table([_one(holders(reader), "/bound")])
+    finally:
+        second.close()
+    recorded = dataclasses.replace(joined, held_since=time.time() - 2)
+    third = LeaderLatch(zk_client_factory(), "/bound", recorded.to_bytes().decode()).start()
+    try:
+        assert third.await_leadership(10)
+        (leader,) = _one(holders(reader), "/bound").holders
+        assert (leader.since, leader.since_exact) == (recorded.held_since, True)
+    finally:
+        third.close()
+
+
 def test_leader_selector_is_told_apart_by_its_identifiers(zk_client_factory: ClientFactory) -> None:
     reader = zk_client_factory()
     clients = [zk_client_factory() for _ in range(2)]
@@ -375,6 +410,9 @@ def test_json_and_table(zk_client_factory: ClientFactory, background: _Backgroun
         "thread",
         "id",
         "since",
+        "since_exact",
+        "command_pid",
+        "command_pgid",
         "fencing_token",
         "session_id",
         "session_id_hex",

@@ -82,6 +82,7 @@ from zk_recipes._client.resolve import check_hosts_resolve
 from zk_recipes._client.socket_io import read_exactly, send_all
 from zk_recipes._deadline import session_clock
 from zk_recipes._settings import ClientSettings
+from zk_recipes._threads import run_in_thread
 from zk_recipes._types import (
     OPEN_ACL_UNSAFE,
     Acl,
@@ -668,27 +669,35 @@ class KazooConnection:
 
     # -- lifecycle -------------------------------------------------------
     def start(self, timeout: float) -> None:
-        """Connect within ``timeout``; ``abort_start()`` from another thread ends it at once.
+        """Connect within ``timeout`` seconds, or raise ConnectTimeoutError by then.
 
-        kazoo's own ``start()`` waits out its whole timeout even when the
-        client is being closed (an unreachable ensemble kept ``close()`` and
-        process exit waiting 15 s), so its wait is done here, in steps.
+        Not kazoo's ``start(timeout)``, for two reasons. It waits out its whole
+        timeout even when the client is being closed (an unreachable ensemble
+        kept ``close()`` and process exit waiting 15 s), so the wait is done
+        here, in steps, and ``abort_start()`` from another thread ends it. And it
+        stops a connection that did not come up in time before it raises, where
+        kazoo's stop waits for its connection thread, which may sit in the
+        handshake read for the whole session timeout (a server that accepts and
+        says nothing: paused, or behind a partition). So that stop runs on a
+        thread of its own; our state hook ignores this connection from that
+        moment (``stopping``).
         """
         check_hosts_resolve(self._kz.hosts, timeout)
         try:
-            live = self._kz.start_async()
-            deadline = session_clock() + timeout
-            while not live.wait(min(_START_STEP, max(0.0, deadline - session_clock()))):
-                if self._aborted.is_set():
-                    self.stop()
-                    raise errors.ClientStateError("the client was closed while it was starting")
-                if session_clock() >= deadline:
-                    break
-            if not self._kz.connected:
-                raise KazooTimeoutError("Connection time-out")
-        except KazooTimeoutError as exc:
-            seen = self._last_problem.message  # before stop() logs its own farewell
+            came_up = self._kz.start_async()
+        except kz_exc.KazooException as exc:
             self.stop()
+            raise translate(exc) from exc
+        deadline = session_clock() + timeout
+        while not came_up.wait(min(_START_STEP, max(0.0, deadline - session_clock()))):
+            if self._aborted.is_set():
+                self._stop_soon()
+                raise errors.ClientStateError("the client was closed while it was starting")
+            if session_clock() >= deadline:
+                break
+        if not self._kz.connected:
+            seen = self._last_problem.message  # before stop() logs its own farewell
+            self._stop_soon()
             hosts = self._settings.hosts
             raise errors.ConnectTimeoutError(
                 f"could not connect to ZooKeeper at {hosts} within {timeout:g} s"
@@ -696,12 +705,17 @@ class KazooConnection:
                 + ". Check that the servers are running and reachable from here (e.g. `echo "
                 "ruok | nc HOST PORT` answers imok), that the hosts setting is right, and "
                 "that TLS/auth settings match the servers."
-            ) from exc
-        except kz_exc.KazooException as exc:
-            self.stop()
-            raise translate(exc) from exc
+            )
         if self._settings.sasl:
             self._check_sasl(timeout)
+
+    def _stop_soon(self) -> None:
+        """``stop()`` on a daemon thread: the caller does not wait for kazoo's thread to end."""
+        self.stopping = True
+        try:
+            run_in_thread("zk-recipes stop", self.stop)
+        except RuntimeError:  # no thread to be had: stop here, late rather than never
+            self.stop()
 
     def _check_sasl(self, timeout: float) -> None:
         """kazoo reports CONNECTED before its SASL handshake ends; a rejected one

@@ -45,6 +45,15 @@ writes ``host:pid``); Curator writes the peer's IP address or nothing. What
 is not owner JSON is kept as text in ``QueuedNode.data``, and ``since`` is
 then the node's ctime.
 
+Since. A waiter's ``since`` is when it queued. A holder's is when its hold
+began where its node records that (``Owner.held_since``: ``zk-recipes lock``
+writes it once it holds). A leader's node cannot record it (a change of
+its data would end the watch of a Curator LeaderLatch queued behind it),
+and nothing in ZooKeeper says when the node ahead of it went: its term began
+at its node's creation or later, so ``since`` is that creation, marked
+inexact (``since_exact`` False: "leading for at most" that long). Other
+holders without the record keep their queue time, as before.
+
 Reads only: no watch is left, no node is created. SUSPENDED/LOST: the reads
 fail with the client's error (ConnectionLostError, SessionLost, ...), as any
 read does; there is nothing to clean up.
@@ -114,7 +123,8 @@ class QueuedNode:
     position: int
     #: The session that owns it (the node's ephemeralOwner).
     session_id: int
-    #: When it was queued, epoch seconds: the owner's ``since``, else the node's ctime.
+    #: When it was queued, epoch seconds: the owner's ``since``, else the node's ctime; for a
+    #: holder whose node records it, when its hold began (see the module docstring).
     since: float
     #: The node's czxid: the fencing token our recipes hand out.
     fencing_token: int
@@ -126,18 +136,21 @@ class QueuedNode:
     mode: str | None = None
     #: The owner's id (a Celery task id), or an election candidate's identifier.
     identifier: str | None = None
+    #: False when ``since`` only bounds the start of a leader's term (it began then or later).
+    since_exact: bool = True
 
     def age(self, now: float | None = None) -> str:
-        """How long ago it was queued, for people: ``12s``, ``3m``, ``5h``, ``2d``.
+        """How long ago ``since`` was, for people: ``12s``, ``3m``, ``5h``, ``2d``.
 
         Counted to ``now`` (epoch seconds, default: now); a clock behind
-        ours reads as 0s.
+        ours reads as 0s. An inexact ``since`` reads as a bound: ``≤12s``.
         """
         whole = max(0, int((time.time() if now is None else now) - self.since))
+        bound = "" if self.since_exact else "≤"
         for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
             if whole >= size:
-                return f"{whole // size}{unit}"
-        return f"{whole}s"
+                return f"{bound}{whole // size}{unit}"
+        return f"{bound}{whole}s"
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: the fields, the owner flattened (see docs/operations.md)."""
@@ -153,6 +166,9 @@ class QueuedNode:
             "thread": owner.thread,
             "id": self.identifier,
             "since": self.since,
+            "since_exact": self.since_exact,
+            "command_pid": owner.command_pid,
+            "command_pgid": owner.command_pgid,
             "fencing_token": self.fencing_token,
             "session_id": self.session_id,
             "session_id_hex": f"{self.session_id:#x}",
@@ -435,16 +451,23 @@ def _queued(
         named = layout.owner_of_data(data) if layout and layout.owner_of_data and data else None
         if named is not None:
             owner = named
+    since = owner.since if owner.since is not None else stat.ctime / 1000.0
+    exact = True
+    if holding and owner.held_since is not None:
+        since = owner.held_since
+    elif holding and base in (LEADER_LATCH, LEADER_SELECTOR):
+        exact = False  # its term began when the node ahead of it went: unknown, not earlier
     return QueuedNode(
         node=node.path,
         sequence=node.sequence,
         holding=holding,
         position=position,
         session_id=stat.ephemeral_owner,
-        since=owner.since if owner.since is not None else stat.ctime / 1000.0,
+        since=since,
         fencing_token=stat.czxid,
         owner=owner,
         data=data,
         mode=node.mode,
         identifier=identifier,
+        since_exact=exact,
     )

@@ -1,10 +1,13 @@
 """``holders_table``: what ``holders()`` found, as a plain-text table for people.
 
 One row per contender node (holders first, then the queue in order), with
-the owner's host, pid and id, how long ago it queued, its fencing token and
-session. Cells are cut to 40 characters and control characters replaced:
-owner data is whatever a process wrote, and it goes to a terminal.
-``zk-recipes holders`` prints it; programs want ``RecipeHolders.as_dict()``.
+the owner's host, pid (and, for a holder that ``zk-recipes lock``/``leader``
+runs a command for, the command's pid and process group) and id, how long
+ago it queued (a holder: how long it has held, ``≤`` for a leader, whose
+term's start is only bounded), its fencing token and session. Cells are cut
+to 40 characters and control characters replaced: owner data is whatever a
+process wrote, and it goes to a terminal. ``zk-recipes holders`` prints it;
+programs want ``RecipeHolders.as_dict()``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import time
 from collections.abc import Sequence
 
 from zk_recipes._inspect.holders import RecipeHolders
+from zk_recipes._types import Owner
 
 _COLUMNS = ("RECIPE", "KIND", "ROLE", "HOST", "PID", "ID", "SINCE", "TOKEN", "SESSION")
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -38,7 +42,7 @@ def holders_table(report: Sequence[RecipeHolders], *, now: float | None = None) 
                     recipe.kind,
                     f"{role} ({node.mode})" if node.mode else role,
                     _cell(host),
-                    _cell(owner.pid),
+                    _cell(_pids(owner, node.holding)),
                     _cell(node.identifier),
                     node.age(at),
                     str(node.fencing_token),
@@ -50,6 +54,14 @@ def holders_table(report: Sequence[RecipeHolders], *, now: float | None = None) 
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in rows
     )
+
+
+def _pids(owner: Owner, holding: bool) -> str | None:
+    """The owner's pid, and a holder's command and its group when a supervisor names them."""
+    if owner.pid is None or not holding or owner.command_pid is None:
+        return None if owner.pid is None else str(owner.pid)
+    group = "" if owner.command_pgid is None else f", group {owner.command_pgid}"
+    return f"{owner.pid} (command {owner.command_pid}{group})"
 
 
 def _cell(value: object, limit: int = 40) -> str:

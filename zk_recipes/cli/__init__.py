@@ -44,6 +44,9 @@ from zk_recipes.cli._guarded import (
 from zk_recipes.cli._in_process import (
     Interrupted as Interrupted,
 )
+from zk_recipes.cli._outage import (
+    connect_timeout as connect_timeout,
+)
 from zk_recipes.cli._reports import (
     print_holders as print_holders,
     print_status as print_status,
@@ -92,6 +95,7 @@ __all__ = [
     "Interrupted",
     "add_click_commands",
     "check_path",
+    "connect_timeout",
     "default_grace",
     "main",
     "parse_seconds",

@@ -6,9 +6,9 @@ Built once, by ``add_click_commands(group, config_of, ...)``, and added to the
 face gives only where the settings come from: ``config_of(ctx)`` returns a
 ``RecipesConfig``, or raises ``ConfigurationError`` (exit ``CONFIG`` with its
 message). The rest is the same everywhere: each command makes a client of its
-own from ``config.client``, connects within the connection timeout
-(``UNAVAILABLE`` otherwise), and closes it on the way out, so its nodes go at
-once; the work is the engine's (``run_locked``, ``run_as_leader``,
+own from ``config.client``, connects within the connection timeout (and
+``lock``'s ``--timeout``; ``UNAVAILABLE`` otherwise), and closes it on the way
+out, so its nodes go at once; the work is the engine's (``run_locked``, ``run_as_leader``,
 ``holders``, ``status``), and so are the exit codes.
 
 The help texts name their facts, ``{LOST}``, ``{PREFIX}``, ``{PROG}``, and
@@ -39,6 +39,7 @@ from zk_recipes import (
 from zk_recipes.cli._arguments import check_path, parse_seconds
 from zk_recipes.cli._exit_codes import ExitCode
 from zk_recipes.cli._guarded import run_as_leader, run_locked
+from zk_recipes.cli._outage import connect_timeout
 from zk_recipes.cli._reports import print_holders, print_status
 from zk_recipes.frameworks import leader_path, lock_path
 
@@ -90,17 +91,20 @@ def check_argument(check: Callable[[], object]) -> None:
 
 
 @contextlib.contextmanager
-def connected(config_of: ConfigOf, ctx: click.Context) -> Iterator[tuple[ZkClient, RecipesConfig]]:
+def connected(
+    config_of: ConfigOf, ctx: click.Context, timeout: float | None = None
+) -> Iterator[tuple[ZkClient, RecipesConfig]]:
     """A started client of the face's settings, closed on the way out; exits on failure.
 
-    Past the connection, an argument the checks let through exits ``USAGE``
+    Connecting waits the connection timeout at most, cut to ``timeout`` (the
+    command's ``--timeout``): the outage rule of ``_outage``. Past the connection, an argument the checks let through exits ``USAGE``
     and a connection that breaks exits ``UNAVAILABLE``: one line, no traceback.
     """
     config = settings(config_of, ctx)
     client = ZkClient(settings=config.client)
     try:
         try:
-            client.start()
+            client.start(connect_timeout(config.client.connection_timeout, timeout))
         except ConnectTimeoutError as exc:
             fail(ExitCode.UNAVAILABLE, f"ZooKeeper is unreachable: {exc}")
         except ConfigurationError as exc:  # the server refused the credentials
@@ -164,8 +168,9 @@ _run_options: list[Callable[[Any], Any]] = [
         "--grace",
         type=Seconds(),
         metavar="SECONDS",
-        help="After a loss: SIGTERM, then SIGKILL after this long. Default: the margin "
-        "simulated expiry leaves, (1 - simulated_expiry_fraction) x session timeout.",
+        help="After a loss: SIGTERM to COMMAND's process group, then SIGKILL after this "
+        "long. Default: half the margin before the server may expire the session, "
+        "(1 - simulated_expiry_fraction) x session timeout / 2.",
     ),
     click.option(
         "--id",
@@ -233,10 +238,13 @@ def add_click_commands(
         \b
         One process at a time, on any host, runs COMMAND; the others wait their
         turn (or give up, with --no-wait / --timeout). The lock is released as soon
-        as COMMAND ends. If the lock is lost while COMMAND runs (the session
-        expired), COMMAND gets SIGTERM, then SIGKILL, and the exit code is {LOST}.
-        SIGINT, SIGTERM and SIGHUP are passed on to COMMAND. NAME is a name
-        (a node under {PREFIX}/locks/, ZK_RECIPES_PREFIX moves it) or an absolute path.
+        as COMMAND ends. COMMAND runs in a process group of its own: if the lock
+        is lost while it runs (the session expired), the group gets SIGTERM, then
+        SIGKILL, and the exit code is {LOST}; if this process dies, even by kill -9,
+        the group is stopped too. SIGINT, SIGTERM and SIGHUP are passed on to the
+        group. ZooKeeper unreachable: exit {UNAVAILABLE}, within --timeout. NAME is a
+        name (a node under {PREFIX}/locks/, ZK_RECIPES_PREFIX moves it) or an
+        absolute path.
 
         \b
         Examples:
@@ -248,7 +256,7 @@ def add_click_commands(
             raise click.UsageError("give either --no-wait or --timeout, not both")
         prefix = settings(config_of, ctx).prefix
         check_argument(lambda: lock_path(name, prefix))
-        with connected(config_of, ctx) as (client, config):
+        with connected(config_of, ctx, timeout) as (client, config):
             code = run_locked(
                 client,
                 name,
@@ -283,11 +291,13 @@ def add_click_commands(
 
         \b
         Start it on several hosts: one runs COMMAND, the others wait. If the
-        leader's process dies (even kill -9), a standby takes over within the
-        session timeout. If leadership is lost while COMMAND runs, COMMAND gets
-        SIGTERM, then SIGKILL, and the exit code is {LOST} (or, with --rejoin, this
-        process stands by again). NAME is a name (under {PREFIX}/leaders/) or
-        an absolute path; Curator LeaderLatches on the same path take part.
+        leader's process dies (even kill -9), its COMMAND is stopped with it and a
+        standby takes over within the session timeout. If leadership is lost while
+        COMMAND runs, COMMAND's process group gets SIGTERM, then SIGKILL, and the
+        exit code is {LOST} (or, with --rejoin, this process stands by again).
+        ZooKeeper unreachable for the connection timeout: exit {UNAVAILABLE}. NAME is
+        a name (under {PREFIX}/leaders/) or an absolute path; Curator
+        LeaderLatches on the same path take part.
 
         \b
         Examples:

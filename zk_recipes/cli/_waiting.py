@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable
 from typing import TextIO
 
-from zk_recipes import Owner, ZkRecipesError
+from zk_recipes import LeaderLatch, Lock, Owner, ZkRecipesError
 
 log = logging.getLogger("zk_recipes.cli")
+
+_HOST = socket.gethostname()
+#: The thread that queues a lock: its name in our node's owner data finds our place in line.
+WAIT_THREAD = "zk-recipes guarded run"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,15 +36,56 @@ class QueueView:
     position: int | None
     #: How many are in line, holder included.
     length: int
+    #: An election: the holder leads, and its node's ``since`` says when it joined.
+    leading: bool = False
 
 
-def describe_owner(owner: Owner | None, now: float | None = None) -> str:
-    """``host:pid (id), for 12s``: the holder as ``Owner`` prints it, and for how long."""
+def describe_owner(owner: Owner | None, now: float | None = None, *, leading: bool = False) -> str:
+    """``host:pid (id), for 12s``: the holder as ``Owner`` prints it, and for how long.
+
+    How long counts from the moment the hold began where the node records it
+    (``held_since``), else from when the node was queued: for a leader that is
+    when it joined the election, so its term is "at most" that old.
+    """
     if owner is None:
         return "nobody"
+    at = now or time.time()
+    if owner.held_since is not None:
+        return f"{owner}, for {format_age(at - owner.held_since)}"
     if owner.since is None:
         return str(owner)
-    return f"{owner}, for {format_age((now or time.time()) - owner.since)}"
+    bound = "at most " if leading else ""
+    return f"{owner}, for {bound}{format_age(at - owner.since)}"
+
+
+def lock_view(lock: Lock) -> QueueView:
+    """A look at a lock's queue: its holder, and our place (found by our wait thread's name)."""
+    contenders = lock.contenders()
+    holder = next((c.owner for c in contenders if c.is_holder), None)
+    pid = os.getpid()
+    position = next(
+        (
+            i
+            for i, c in enumerate(contenders)
+            if c.owner.pid == pid and c.owner.host == _HOST and c.owner.thread == WAIT_THREAD
+        ),
+        None,
+    )
+    return QueueView(holder, position, len(contenders))
+
+
+def latch_view(latch: LeaderLatch) -> QueueView:
+    """A look at an election: the leader's owner data (or a Curator peer's id), our place."""
+    participants = latch.participants()
+    ours = latch.node
+    holder = None
+    if participants:
+        raw = participants[0].id
+        holder = Owner.from_bytes(raw.encode())
+        if holder == Owner() and raw:
+            holder = Owner(id=raw)  # a Curator peer's id (often its IP address)
+    position = next((i for i, p in enumerate(participants) if p.node == ours), None)
+    return QueueView(holder, position, len(participants), leading=True)
 
 
 def format_age(seconds: float) -> str:
@@ -104,7 +151,9 @@ class WaitReporter:
     def _show(self, view: QueueView) -> None:
         if self._stop.is_set():
             return
-        line = f"waiting for {self._what}: held by {describe_owner(view.holder)}"
+        line = (
+            f"waiting for {self._what}: held by {describe_owner(view.holder, leading=view.leading)}"
+        )
         if view.position is not None:
             line += f"; we are {_ordinal(view.position + 1)} of {view.length} in line"
         if self._live:

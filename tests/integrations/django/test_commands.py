@@ -325,3 +325,63 @@ def test_call_command_maps_outcomes_to_command_error_returncodes(
         report.release()
     call_command("lockedcmd", "--dir", str(tmp_path), "--tag", "D", zk_lock_no_wait=True)
     assert (tmp_path / "D.ended").exists()
+
+
+# -- faces under failure: the outage rule, the command's process group ----------------
+
+
+def _live_in_group(pgid: int) -> list[int]:
+    """Live (not zombie) processes of the group, from /proc."""
+    live = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue
+        fields = text[text.rfind(b")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            live.append(int(name))
+    return live
+
+
+def test_a_silent_zookeeper_gives_69_within_the_timeout_never_busy(
+    zk_proxy: TcpProxy, zk_namespace: str, tmp_path: Path
+) -> None:
+    env = manage_env(zk_proxy.connect_string, zk_namespace, ZK_CONNECTION_TIMEOUT="20")
+    manage = Manage(env)
+    zk_proxy.blackhole()  # connections are accepted, and nothing ever answers
+    try:
+        for args in (
+            ["zklock", "demo", "--timeout", "1", "--", *_slow(tmp_path, "A")],
+            ["zklock", "demo", "--timeout", "1", "--exec", "--", "true"],
+            ["lockedcmd", "--dir", str(tmp_path), "--tag", "B", "--timeout", "1"],
+        ):
+            began = time.monotonic()
+            run = manage.run(args)
+            took = time.monotonic() - began
+            assert run.returncode == ExitCode.UNAVAILABLE, run.stderr
+            assert "unreachable" in run.stderr
+            assert "busy" not in run.stderr
+            # --timeout 1 (plus the process's start-up), not the 20 s connection timeout.
+            assert took < 10, (args, took)
+    finally:
+        zk_proxy.heal()
+    assert not _started(tmp_path, "A")
+    assert not _started(tmp_path, "B")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_kill_9_of_zklock_exec_takes_the_programs_group_with_it(
+    manage: Manage, tmp_path: Path, zk_client: ZkClient
+) -> None:
+    script = 'sleep 60 & echo $$ > "$1/group"; sleep 61'
+    run = manage.popen(["zklock", "demo", "--exec", "--", "sh", "-c", script, "A", str(tmp_path)])
+    wait_until(lambda: (tmp_path / "group").exists(), "the program runs", timeout=30)
+    group = int((tmp_path / "group").read_text())
+    wait_until(lambda: len(_live_in_group(group)) == 3, "sh and its two sleeps", timeout=10)
+    run.kill()  # SIGKILL
+    run.communicate(timeout=30)
+    wait_until(lambda: not _live_in_group(group), "the program's group gone", timeout=5)

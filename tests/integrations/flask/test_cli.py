@@ -332,3 +332,59 @@ def test_a_standby_takes_over_after_kill_9_of_the_leaders_group(
     )
     (tmp_path / "go").touch()
     assert b.wait()[0] == 0
+
+
+# -- faces under failure: the outage rule, the command's process group ----------------
+
+
+def test_a_silent_zookeeper_gives_69_within_the_timeout_never_busy(
+    make_app: AppFactory, zk_proxy: TcpProxy, tmp_path: Path
+) -> None:
+    patient, _ = make_app(
+        ZK_RECIPES_HOSTS=zk_proxy.connect_string, ZK_RECIPES_CONNECTION_TIMEOUT=20.0
+    )
+    quick, _ = make_app(ZK_RECIPES_HOSTS=zk_proxy.connect_string, ZK_RECIPES_CONNECTION_TIMEOUT=1.0)
+    zk_proxy.blackhole()  # connections are accepted, and nothing ever answers
+    never = ["--", "touch", str(tmp_path / "ran")]
+    try:
+        began = time.monotonic()
+        code, out = _invoke(patient, "lock", "--timeout", "1", "demo", *never)
+        assert code == ExitCode.UNAVAILABLE, out
+        assert time.monotonic() - began < 10  # --timeout 1, not the 20 s connection timeout
+        code, out = _invoke(quick, "lock", "--no-wait", "demo", *never)
+        assert code == ExitCode.UNAVAILABLE, out
+        assert "busy" not in out
+    finally:
+        zk_proxy.heal()
+    assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_kill_9_of_flask_zk_leader_takes_the_commands_group_with_it(
+    flask_zk: StartFlask, tmp_path: Path
+) -> None:
+    script = 'sleep 60 & echo $$ > "$1/group"; sleep 61'
+    run = flask_zk(["leader", "beat", "--", "sh", "-c", script, "A", str(tmp_path)])
+    wait_until(lambda: (tmp_path / "group").exists(), "the command runs", timeout=20)
+    group = int((tmp_path / "group").read_text())
+    wait_until(lambda: len(_live_in_group(group)) == 3, "sh and its two sleeps", timeout=10)
+    run.process.kill()  # SIGKILL
+    run.wait()
+    wait_until(lambda: not _live_in_group(group), "the command's group gone", timeout=5)
+
+
+def _live_in_group(pgid: int) -> list[int]:
+    """Live (not zombie) processes of the group, from /proc."""
+    live = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue
+        fields = text[text.rfind(b")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            live.append(int(name))
+    return live

@@ -46,7 +46,7 @@ class Command(GuardedRunCommand):
         grace = seconds(options["grace"], "--grace")
         job, label = self.job(options["command"], options["exec_"])
         check_name(lock_path, options["name"], options["alias"])
-        client, prefix = connect(options["alias"])
+        client, prefix = connect(options["alias"], timeout)
         code = run_locked(
             client,
             options["name"],

@@ -2,7 +2,7 @@
 
 In-process tests override ``ZK_RECIPES`` per test (pytest-django's
 ``settings`` fixture); the commands run as real processes read ``ZK_HOSTS``,
-``ZK_NAMESPACE`` and ``ZK_SESSION_TIMEOUT``.
+``ZK_NAMESPACE``, ``ZK_SESSION_TIMEOUT`` and ``ZK_CONNECTION_TIMEOUT``.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ ZK_RECIPES = {
         "HOSTS": os.environ.get("ZK_HOSTS", "127.0.0.1:2181"),
         "NAMESPACE": os.environ.get("ZK_NAMESPACE", ""),
         "SESSION_TIMEOUT": float(os.environ.get("ZK_SESSION_TIMEOUT", "3")),
-        "CONNECTION_TIMEOUT": 5.0,
+        "CONNECTION_TIMEOUT": float(os.environ.get("ZK_CONNECTION_TIMEOUT", "5")),
     }
 }
 LOGGING = {
