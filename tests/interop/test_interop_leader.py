@@ -104,7 +104,14 @@ def test_java_and_python_selectors_alternate_and_never_lead_together(
     assert _java_participants(peer, "js") == [("java-sel", True), ("py-sel", False)]
 
     for round_ in range(3):
-        # Java leads; ours waits.
+        # Java leads; ours waits, queued behind it. Ours queues again only after
+        # its term ended, while Java already leads: Java must not yield before
+        # ours is in line, or Java's own requeue goes first and leads again.
+        wait_for_children(observer, path, 2)
+        assert [(p.id, p.is_leader) for p in ours.participants()] == [
+            ("java-sel", True),
+            ("py-sel", False),
+        ], f"round {round_}"
         assert not leading.is_set()
         assert not ours.has_leadership()
         peer.call("yield js")

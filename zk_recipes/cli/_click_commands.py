@@ -97,8 +97,9 @@ def connected(
     """A started client of the face's settings, closed on the way out; exits on failure.
 
     Connecting waits the connection timeout at most, cut to ``timeout`` (the
-    command's ``--timeout``): the outage rule of ``_outage``. Past the connection, an argument the checks let through exits ``USAGE``
-    and a connection that breaks exits ``UNAVAILABLE``: one line, no traceback.
+    command's ``--timeout``): the outage rule of ``_outage``. Past the
+    connection, an argument the checks let through exits ``USAGE`` and a
+    connection that breaks exits ``UNAVAILABLE``: one line, no traceback.
     """
     config = settings(config_of, ctx)
     client = ZkClient(settings=config.client)
