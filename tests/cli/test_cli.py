@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 import zk_recipes
+from tests.processes import CliRun
 from zk_recipes import Lock, NoNodeError, ZkClient
 from zk_recipes.cli import ExitCode
 from zk_recipes.cli._command import cli
@@ -37,53 +38,8 @@ def _job(tag: str, where: Path) -> list[str]:
     return ["sh", "-c", _JOB, tag, str(where)]
 
 
-@pytest.fixture
-def cli_env(zk_hosts: str, zk_namespace: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ZK_RECIPES_")}
-    env.update(
-        ZK_RECIPES_HOSTS=zk_hosts,
-        ZK_RECIPES_NAMESPACE=zk_namespace,
-        ZK_RECIPES_SESSION_TIMEOUT="3",
-        ZK_RECIPES_CONNECTION_TIMEOUT="10",
-    )
-    return env
-
-
-class _Cli:
-    """``python -m zk_recipes ARGS`` as a child process."""
-
-    def __init__(
-        self, args: Sequence[str], env: dict[str, str], *, new_group: bool = False
-    ) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "zk_recipes", *args],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=new_group,
-        )
-
-    def wait(self, timeout: float = 30.0) -> tuple[int, str, str]:
-        out, err = self.process.communicate(timeout=timeout)
-        return self.process.returncode, out, err
-
-    def running(self) -> bool:
-        return self.process.poll() is None
-
-
 def _run(args: Sequence[str], env: dict[str, str], timeout: float = 30.0) -> tuple[int, str, str]:
-    return _Cli(args, env).wait(timeout)
-
-
-@pytest.fixture
-def cleanup() -> Iterator[list[_Cli]]:
-    started: list[_Cli] = []
-    yield started
-    for run in started:
-        if run.running():
-            run.process.kill()
-            run.wait()
+    return CliRun(args, env).wait(timeout)
 
 
 def _children(client: ZkClient, path: str) -> list[str]:
@@ -204,10 +160,10 @@ def test_server_without_the_testing_extra_says_which_extra_and_exits_70(
 
 
 def test_two_no_wait_runs_one_runs_the_other_is_busy(
-    cli_env: dict[str, str], tmp_path: Path, cleanup: list[_Cli]
+    cli_env: dict[str, str], tmp_path: Path, cli_runs: list[CliRun]
 ) -> None:
-    first = _Cli(["lock", "demo", "--no-wait", "--", *_job("A", tmp_path)], cli_env)
-    cleanup.append(first)
+    first = CliRun(["lock", "demo", "--no-wait", "--", *_job("A", tmp_path)], cli_env)
+    cli_runs.append(first)
     wait_until(lambda: (tmp_path / "running-A").exists(), "the first command runs", timeout=20)
 
     code, _, err = _run(["lock", "demo", "--no-wait", "--", *_job("B", tmp_path)], cli_env)
@@ -222,18 +178,18 @@ def test_two_no_wait_runs_one_runs_the_other_is_busy(
 
 
 def test_timeout_serialises_or_gives_the_timeout_code(
-    cli_env: dict[str, str], tmp_path: Path, cleanup: list[_Cli]
+    cli_env: dict[str, str], tmp_path: Path, cli_runs: list[CliRun]
 ) -> None:
-    first = _Cli(["lock", "demo", "--", *_job("A", tmp_path)], cli_env)
-    cleanup.append(first)
+    first = CliRun(["lock", "demo", "--", *_job("A", tmp_path)], cli_env)
+    cli_runs.append(first)
     wait_until(lambda: (tmp_path / "running-A").exists(), "the first command runs", timeout=20)
 
     code, _, err = _run(["lock", "demo", "--timeout", "1", "--", *_job("T", tmp_path)], cli_env)
     assert code == ExitCode.TIMED_OUT, err
     assert not (tmp_path / "running-T").exists()
 
-    second = _Cli(["lock", "demo", "--timeout", "30", "--", *_job("B", tmp_path)], cli_env)
-    cleanup.append(second)
+    second = CliRun(["lock", "demo", "--timeout", "30", "--", *_job("B", tmp_path)], cli_env)
+    cli_runs.append(second)
     time.sleep(1.0)  # give the second every chance to (wrongly) start early
     assert not (tmp_path / "running-B").exists()
     (tmp_path / "go").touch()
@@ -252,14 +208,14 @@ def test_timeout_serialises_or_gives_the_timeout_code(
 
 
 def test_sigterm_reaches_the_command_and_frees_the_lock_at_once(
-    cli_env: dict[str, str], zk_client: ZkClient, tmp_path: Path, cleanup: list[_Cli]
+    cli_env: dict[str, str], zk_client: ZkClient, tmp_path: Path, cli_runs: list[CliRun]
 ) -> None:
     script = (
         f"trap 'echo term >> {tmp_path}/log; exit 7' TERM; touch {tmp_path}/running; "
         "while true; do sleep 0.05; done"
     )
-    run = _Cli(["lock", "demo", "--", "sh", "-c", script], cli_env)
-    cleanup.append(run)
+    run = CliRun(["lock", "demo", "--", "sh", "-c", script], cli_env)
+    cli_runs.append(run)
     wait_until(lambda: (tmp_path / "running").exists(), "the command runs", timeout=20)
     assert len(_children(zk_client, lock_path("demo"))) == 1
     run.process.send_signal(signal.SIGTERM)
@@ -271,12 +227,15 @@ def test_sigterm_reaches_the_command_and_frees_the_lock_at_once(
 
 
 def test_sigint_while_waiting_gives_up_and_never_runs(
-    cli_env: dict[str, str], zk_client_factory: ClientFactory, tmp_path: Path, cleanup: list[_Cli]
+    cli_env: dict[str, str],
+    zk_client_factory: ClientFactory,
+    tmp_path: Path,
+    cli_runs: list[CliRun],
 ) -> None:
     holder = Lock(zk_client_factory(), lock_path("demo"))
     assert holder.acquire()
-    run = _Cli(["lock", "demo", "--", *_job("W", tmp_path)], cli_env)
-    cleanup.append(run)
+    run = CliRun(["lock", "demo", "--", *_job("W", tmp_path)], cli_env)
+    cli_runs.append(run)
     wait_until(lambda: len(_children(holder.client, lock_path("demo"))) == 2, "queued", 20)
     run.process.send_signal(signal.SIGINT)
     code, _, err = run.wait()
@@ -288,12 +247,12 @@ def test_sigint_while_waiting_gives_up_and_never_runs(
 
 @pytest.mark.slow
 def test_lost_session_stops_the_command_then_kills_it(
-    cli_env: dict[str, str], zk_proxy: TcpProxy, tmp_path: Path, cleanup: list[_Cli]
+    cli_env: dict[str, str], zk_proxy: TcpProxy, tmp_path: Path, cli_runs: list[CliRun]
 ) -> None:
     env = dict(cli_env, ZK_RECIPES_HOSTS=zk_proxy.connect_string, ZK_RECIPES_SESSION_TIMEOUT="2")
     script = f"trap '' TERM; echo $$ > {tmp_path}/pid; while true; do sleep 0.05; done"
-    run = _Cli(["lock", "demo", "--grace", "0.5", "--", "sh", "-c", script], env)
-    cleanup.append(run)
+    run = CliRun(["lock", "demo", "--grace", "0.5", "--", "sh", "-c", script], env)
+    cli_runs.append(run)
     wait_until(lambda: (tmp_path / "pid").exists(), "the command runs", timeout=20)
     pid = int((tmp_path / "pid").read_text())
     zk_proxy.blackhole()  # the server hears nothing more: the session expires there
@@ -357,12 +316,14 @@ def _drain(fd: int) -> None:
 
 @pytest.mark.slow
 def test_a_standby_takes_over_after_kill_9_of_the_leaders_group(
-    cli_env: dict[str, str], tmp_path: Path, cleanup: list[_Cli]
+    cli_env: dict[str, str], tmp_path: Path, cli_runs: list[CliRun]
 ) -> None:
     runs = {}
     for tag in ("A", "B"):
-        runs[tag] = _Cli(["leader", "beat", "--", *_job(tag, tmp_path)], cli_env, new_group=True)
-        cleanup.append(runs[tag])
+        runs[tag] = CliRun(
+            ["leader", "beat", "--", *_job(tag, tmp_path)], cli_env, start_new_session=True
+        )
+        cli_runs.append(runs[tag])
         if tag == "A":
             wait_until(lambda: (tmp_path / "running-A").exists(), "A leads", timeout=20)
     time.sleep(0.5)
@@ -376,13 +337,13 @@ def test_a_standby_takes_over_after_kill_9_of_the_leaders_group(
 
 
 def test_holders_json_shows_the_holder_and_the_queue_in_order(
-    cli_env: dict[str, str], tmp_path: Path, cleanup: list[_Cli]
+    cli_env: dict[str, str], tmp_path: Path, cli_runs: list[CliRun]
 ) -> None:
-    first = _Cli(["lock", "demo", "--", *_job("A", tmp_path)], cli_env)
-    cleanup.append(first)
+    first = CliRun(["lock", "demo", "--", *_job("A", tmp_path)], cli_env)
+    cli_runs.append(first)
     wait_until(lambda: (tmp_path / "running-A").exists(), "A runs", timeout=20)
-    second = _Cli(["lock", "demo", "--", *_job("B", tmp_path)], cli_env)
-    cleanup.append(second)
+    second = CliRun(["lock", "demo", "--", *_job("B", tmp_path)], cli_env)
+    cli_runs.append(second)
 
     def report() -> list[dict[str, Any]]:
         code, out, err = _run(["holders", "--json"], cli_env)
@@ -448,10 +409,10 @@ def test_unreachable_zookeeper_and_bad_settings_have_their_codes(cli_env: dict[s
 
 
 @pytest.mark.slow
-def test_server_runs_a_throwaway_zookeeper_until_ctrl_c(cleanup: list[_Cli]) -> None:
+def test_server_runs_a_throwaway_zookeeper_until_ctrl_c(cli_runs: list[CliRun]) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZK_RECIPES_")}
-    run = _Cli(["server"], env)
-    cleanup.append(run)
+    run = CliRun(["server"], env)
+    cli_runs.append(run)
     assert run.process.stdout is not None
     line = run.process.stdout.readline()
     match = re.match(r"ZooKeeper is serving at (\S+) \(data in (\S+)\)", line)

@@ -21,12 +21,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.processes import CliRun, live_in_group
 from zk_recipes import Lock, ZkClient
 from zk_recipes.cli import ExitCode
 from zk_recipes.frameworks import leader_path, lock_path
@@ -94,58 +94,6 @@ def _look(tag: str, other: str, where: Path) -> list[str]:
     return [sys.executable, "-c", _LOOK, str(where), tag, other]
 
 
-def _live_in_group(pgid: int) -> list[int]:
-    live = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{name}/stat").read_bytes()
-        except OSError:
-            continue
-        fields = text[text.rfind(b")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            live.append(int(name))
-    return live
-
-
-@pytest.fixture
-def cli_env(zk_hosts: str, zk_namespace: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ZK_RECIPES_")}
-    env.update(
-        ZK_RECIPES_HOSTS=zk_hosts,
-        ZK_RECIPES_NAMESPACE=zk_namespace,
-        ZK_RECIPES_SESSION_TIMEOUT="3",
-        ZK_RECIPES_CONNECTION_TIMEOUT="10",
-    )
-    return env
-
-
-class _Cli:
-    """``python -m zk_recipes ARGS`` as a child process."""
-
-    def __init__(self, args: Sequence[str], env: dict[str, str], **popen: Any) -> None:
-        popen.setdefault("stdout", subprocess.PIPE)
-        popen.setdefault("stderr", subprocess.PIPE)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "zk_recipes", *args], env=env, text=True, **popen
-        )
-
-    def wait(self, timeout: float = 30.0) -> tuple[int, str, str]:
-        out, err = self.process.communicate(timeout=timeout)
-        return self.process.returncode, out or "", err or ""
-
-
-@pytest.fixture
-def started() -> Iterator[list[_Cli]]:
-    runs: list[_Cli] = []
-    yield runs
-    for run in runs:
-        if run.process.poll() is None:
-            run.process.kill()
-        run.wait()
-
-
 def _group_of(tag: str, where: Path) -> int:
     wait_until(lambda: (where / f"running-{tag}").exists(), f"{tag} runs", timeout=20)
     return int((where / f"{tag}.group").read_text())
@@ -158,21 +106,21 @@ def test_kill_9_of_the_supervisor_takes_its_command_and_its_children_with_it(
     cli_env: dict[str, str],
     zk_client: ZkClient,
     tmp_path: Path,
-    started: list[_Cli],
+    cli_runs: list[CliRun],
 ) -> None:
-    first = _Cli([kind, "job", "--", *_forking("A", tmp_path)], cli_env)
-    started.append(first)
+    first = CliRun([kind, "job", "--", *_forking("A", tmp_path)], cli_env)
+    cli_runs.append(first)
     group = _group_of("A", tmp_path)
-    assert len(_live_in_group(group)) == 3  # sh, and its two sleeps
-    second = _Cli([kind, "job", "--", *_look("B", "A", tmp_path)], cli_env)
-    started.append(second)
+    assert len(live_in_group(group)) == 3  # sh, and its two sleeps
+    second = CliRun([kind, "job", "--", *_look("B", "A", tmp_path)], cli_env)
+    cli_runs.append(second)
     path = leader_path("job") if kind == "leader" else lock_path("job")
     wait_until(lambda: len(zk_client.get_children(path)) == 2, "B waits its turn", timeout=20)
 
     os.kill(first.process.pid, signal.SIGKILL)  # the pid `holders` shows, as an operator would
     first.wait()
     # The command and its children go at once, not at the session's expiry...
-    wait_until(lambda: not _live_in_group(group), "A's command gone", timeout=5)
+    wait_until(lambda: not live_in_group(group), "A's command gone", timeout=5)
     # ...and the standby's command saw none of them when it started.
     code, _, err = second.wait()
     assert code == 0, err
@@ -186,7 +134,7 @@ def test_a_lost_lock_stops_the_whole_group_before_anyone_else_holds(
     zk_proxy: TcpProxy,
     zk_client_factory: ClientFactory,
     tmp_path: Path,
-    started: list[_Cli],
+    cli_runs: list[CliRun],
 ) -> None:
     env = dict(cli_env, ZK_RECIPES_HOSTS=zk_proxy.connect_string, ZK_RECIPES_SESSION_TIMEOUT="2")
     # A grandchild that ignores SIGTERM (and so do its sleeps): only SIGKILL ends it.
@@ -194,27 +142,29 @@ def test_a_lost_lock_stops_the_whole_group_before_anyone_else_holds(
         'sh -c "trap \\"\\" TERM; while :; do sleep 0.05; done" & echo $$ > "$1/A.group"; '
         'touch "$1/running-A"; wait'
     )
-    run = _Cli(["lock", "job", "--grace", "0.3", "--", "sh", "-c", script, "A", str(tmp_path)], env)
-    started.append(run)
+    run = CliRun(
+        ["lock", "job", "--grace", "0.3", "--", "sh", "-c", script, "A", str(tmp_path)], env
+    )
+    cli_runs.append(run)
     group = _group_of("A", tmp_path)
-    wait_until(lambda: len(_live_in_group(group)) >= 3, "the grandchild runs", timeout=10)
+    wait_until(lambda: len(live_in_group(group)) >= 3, "the grandchild runs", timeout=10)
     rival = Lock(zk_client_factory(hosts=zk_private_server.connect_string), lock_path("job"))
     try:
         zk_proxy.blackhole()  # the server hears nothing more: the session expires there
         assert rival.acquire(timeout=20)
         # The server gave the lock away: nothing of the group may live by now.
-        assert _live_in_group(group) == []
+        assert live_in_group(group) == []
         code, _, err = run.wait()
     finally:
         zk_proxy.heal()
     assert code == ExitCode.LOST, err
     assert f"stopping its process group {group}" in err
-    assert _live_in_group(group) == []
+    assert live_in_group(group) == []
     rival.release()
 
 
 def test_ctrl_c_at_the_terminal_reaches_the_command_once(
-    cli_env: dict[str, str], tmp_path: Path, started: list[_Cli]
+    cli_env: dict[str, str], tmp_path: Path, cli_runs: list[CliRun]
 ) -> None:
     master, terminal = os.openpty()
     command = [sys.executable, "-c", _COUNT_INTS, str(tmp_path)]
@@ -259,11 +209,11 @@ def _drain(fd: int, into: list[bytes]) -> None:
 
 
 def test_holders_names_the_commands_pid_and_group_and_a_leaders_since_is_a_bound(
-    cli_env: dict[str, str], tmp_path: Path, started: list[_Cli]
+    cli_env: dict[str, str], tmp_path: Path, cli_runs: list[CliRun]
 ) -> None:
-    locked = _Cli(["lock", "job", "--", *_forking("L", tmp_path)], cli_env)
-    leading = _Cli(["leader", "beat", "--", *_forking("E", tmp_path)], cli_env)
-    started.extend([locked, leading])
+    locked = CliRun(["lock", "job", "--", *_forking("L", tmp_path)], cli_env)
+    leading = CliRun(["leader", "beat", "--", *_forking("E", tmp_path)], cli_env)
+    cli_runs.extend([locked, leading])
     lock_group, leader_group = _group_of("L", tmp_path), _group_of("E", tmp_path)
 
     def report() -> dict[str, dict[str, Any]]:
@@ -300,17 +250,17 @@ def test_holders_names_the_commands_pid_and_group_and_a_leaders_since_is_a_bound
     for run in (locked, leading):
         run.process.send_signal(signal.SIGTERM)  # passed on to the whole group
         assert run.wait()[0] == 128 + signal.SIGTERM
-    assert _live_in_group(lock_group) == _live_in_group(leader_group) == []
+    assert live_in_group(lock_group) == live_in_group(leader_group) == []
 
 
 def test_a_standby_names_the_leader_and_how_long_it_leads_at_most(
-    cli_env: dict[str, str], tmp_path: Path, started: list[_Cli]
+    cli_env: dict[str, str], tmp_path: Path, cli_runs: list[CliRun]
 ) -> None:
-    leading = _Cli(["leader", "beat", "--", *_forking("E", tmp_path)], cli_env)
-    started.append(leading)
+    leading = CliRun(["leader", "beat", "--", *_forking("E", tmp_path)], cli_env)
+    cli_runs.append(leading)
     _group_of("E", tmp_path)
-    standby = _Cli(["leader", "beat", "--", *_forking("S", tmp_path)], cli_env)
-    started.append(standby)
+    standby = CliRun(["leader", "beat", "--", *_forking("S", tmp_path)], cli_env)
+    cli_runs.append(standby)
     assert standby.process.stderr is not None
     line = standby.process.stderr.readline()
     assert line.startswith("zk-recipes: waiting for leadership of beat: held by "), line
@@ -326,12 +276,12 @@ def test_what_the_command_leaves_in_its_group_is_stopped_before_the_lock_goes(
 ) -> None:
     script = 'sleep 60 & echo $$ > "$1/A.group"; exit 3'
     started_at = time.monotonic()
-    code, _, err = _Cli(
+    code, _, err = CliRun(
         ["lock", "job", "--", "sh", "-c", script, "A", str(tmp_path)], cli_env
     ).wait()
     assert code == 3, err  # the command's own status
     group = int((tmp_path / "A.group").read_text())
-    assert _live_in_group(group) == []
+    assert live_in_group(group) == []
     assert f"left processes running in its group {group}: stopped them" in err
     assert zk_client.exists(lock_path("job")) is None or not zk_client.get_children(
         lock_path("job")
@@ -345,7 +295,7 @@ def test_the_busy_line_names_the_whole_command(
     holder = Lock(zk_client_factory(), lock_path("job"), identifier="nightly backup")
     assert holder.acquire()
     argv = ["sh", "-c", "echo never", "with spaces"]
-    code, _, err = _Cli(["lock", "job", "--no-wait", "--", *argv], cli_env).wait()
+    code, _, err = CliRun(["lock", "job", "--no-wait", "--", *argv], cli_env).wait()
     assert code == ExitCode.BUSY
     assert "(nightly backup), for " in err
     assert err.rstrip().endswith(f"not running {shlex.join(argv)}"), err
@@ -353,13 +303,13 @@ def test_the_busy_line_names_the_whole_command(
 
 
 def test_stopping_a_standbys_command_group_ends_the_standby_without_running_it(
-    cli_env: dict[str, str], tmp_path: Path, started: list[_Cli]
+    cli_env: dict[str, str], tmp_path: Path, cli_runs: list[CliRun]
 ) -> None:
-    leading = _Cli(["leader", "beat", "--", *_forking("E", tmp_path)], cli_env)
-    started.append(leading)
+    leading = CliRun(["leader", "beat", "--", *_forking("E", tmp_path)], cli_env)
+    cli_runs.append(leading)
     _group_of("E", tmp_path)
-    standby = _Cli(["leader", "beat", "--", *_forking("S", tmp_path)], cli_env)
-    started.append(standby)
+    standby = CliRun(["leader", "beat", "--", *_forking("S", tmp_path)], cli_env)
+    cli_runs.append(standby)
 
     def waiting() -> list[dict[str, Any]]:
         out = subprocess.run(

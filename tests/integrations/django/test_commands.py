@@ -19,6 +19,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from tests.processes import live_in_group
 from zk_recipes import Lock, NoNodeError, ZkClient
 from zk_recipes.cli import ExitCode
 from zk_recipes.frameworks import lock_path
@@ -330,22 +331,6 @@ def test_call_command_maps_outcomes_to_command_error_returncodes(
 # -- faces under failure: the outage rule, the command's process group ----------------
 
 
-def _live_in_group(pgid: int) -> list[int]:
-    """Live (not zombie) processes of the group, from /proc."""
-    live = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{name}/stat").read_bytes()
-        except OSError:
-            continue
-        fields = text[text.rfind(b")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            live.append(int(name))
-    return live
-
-
 def test_a_silent_zookeeper_gives_69_within_the_timeout_never_busy(
     zk_proxy: TcpProxy, zk_namespace: str, tmp_path: Path
 ) -> None:
@@ -381,7 +366,7 @@ def test_kill_9_of_zklock_exec_takes_the_programs_group_with_it(
     run = manage.popen(["zklock", "demo", "--exec", "--", "sh", "-c", script, "A", str(tmp_path)])
     wait_until(lambda: (tmp_path / "group").exists(), "the program runs", timeout=30)
     group = int((tmp_path / "group").read_text())
-    wait_until(lambda: len(_live_in_group(group)) == 3, "sh and its two sleeps", timeout=10)
+    wait_until(lambda: len(live_in_group(group)) == 3, "sh and its two sleeps", timeout=10)
     run.kill()  # SIGKILL
     run.communicate(timeout=30)
-    wait_until(lambda: not _live_in_group(group), "the program's group gone", timeout=5)
+    wait_until(lambda: not live_in_group(group), "the program's group gone", timeout=5)

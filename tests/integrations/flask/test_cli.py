@@ -22,6 +22,7 @@ from typing import Protocol
 import pytest
 from flask import Flask
 
+from tests.processes import live_in_group
 from zk_recipes import Lock, ZkClient
 from zk_recipes.cli import ExitCode
 from zk_recipes.frameworks import leader_path, lock_path
@@ -368,23 +369,7 @@ def test_kill_9_of_flask_zk_leader_takes_the_commands_group_with_it(
     run = flask_zk(["leader", "beat", "--", "sh", "-c", script, "A", str(tmp_path)])
     wait_until(lambda: (tmp_path / "group").exists(), "the command runs", timeout=20)
     group = int((tmp_path / "group").read_text())
-    wait_until(lambda: len(_live_in_group(group)) == 3, "sh and its two sleeps", timeout=10)
+    wait_until(lambda: len(live_in_group(group)) == 3, "sh and its two sleeps", timeout=10)
     run.process.kill()  # SIGKILL
     run.wait()
-    wait_until(lambda: not _live_in_group(group), "the command's group gone", timeout=5)
-
-
-def _live_in_group(pgid: int) -> list[int]:
-    """Live (not zombie) processes of the group, from /proc."""
-    live = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{name}/stat").read_bytes()
-        except OSError:
-            continue
-        fields = text[text.rfind(b")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            live.append(int(name))
-    return live
+    wait_until(lambda: not live_in_group(group), "the command's group gone", timeout=5)
