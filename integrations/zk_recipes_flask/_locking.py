@@ -103,7 +103,26 @@ def current_lock() -> Lock:
     return _held.current()
 
 
-class LockBusy(LockTimeout, HTTPException):
+class _PlainAnswer(HTTPException):
+    """A refusal's answer: one plain-text line, ``"<status>: <description>"``.
+
+    It names neither the lock nor its holder nor the ensemble (the
+    exception's message, for logs, does): a client learns no more than the
+    status says.
+    """
+
+    def get_body(
+        self, environ: WSGIEnvironment | None = None, scope: dict[str, Any] | None = None
+    ) -> str:
+        return f"{self.name}: {self.description}\n"
+
+    def get_headers(
+        self, environ: WSGIEnvironment | None = None, scope: dict[str, Any] | None = None
+    ) -> list[tuple[str, str]]:
+        return [("Content-Type", "text/plain; charset=utf-8")]
+
+
+class LockBusy(LockTimeout, _PlainAnswer):
     """``@zk.locked`` refused a call in a request: the lock is held elsewhere.
 
     An ``HTTPException``: unless caught, Flask answers the request with its
@@ -118,21 +137,11 @@ class LockBusy(LockTimeout, HTTPException):
     description = "busy, try again shortly."
     response = None
 
-    def get_body(
-        self, environ: WSGIEnvironment | None = None, scope: dict[str, Any] | None = None
-    ) -> str:
-        return f"{self.name}: {self.description}\n"
-
-    def get_headers(
-        self, environ: WSGIEnvironment | None = None, scope: dict[str, Any] | None = None
-    ) -> list[tuple[str, str]]:
-        return [("Content-Type", "text/plain; charset=utf-8")]
-
     def __repr__(self) -> str:
         return f"<LockBusy {self.code}: {self}>"
 
 
-class LockUnavailable(UnavailableError, HTTPException):
+class LockUnavailable(UnavailableError, _PlainAnswer):
     """ZooKeeper is unavailable, in a request: an ``HTTPException`` (503 by default).
 
     Flask answers it with its ``code`` (``on_unavailable``), a short
@@ -152,15 +161,10 @@ class LockUnavailable(UnavailableError, HTTPException):
         Exception.__init__(self, message)
         self.problem = problem
 
-    def get_body(
-        self, environ: WSGIEnvironment | None = None, scope: dict[str, Any] | None = None
-    ) -> str:
-        return f"{self.name}: {self.description}\n"
-
     def get_headers(
         self, environ: WSGIEnvironment | None = None, scope: dict[str, Any] | None = None
     ) -> list[tuple[str, str]]:
-        headers = [("Content-Type", "text/plain; charset=utf-8")]
+        headers = super().get_headers(environ, scope)
         if self.code == 503:
             headers.append(("Retry-After", str(RETRY_AFTER)))
         return headers
