@@ -178,17 +178,21 @@ def check_name(path_of: Callable[[str, str], str], name: str, alias: str) -> Non
         raise CommandError(str(exc), returncode=ExitCode.USAGE) from None
 
 
-def connect(alias: str, timeout: float | None = None) -> tuple[ZkClient, str]:
+def connect(
+    alias: str, timeout: float | None = None, *, at_once: bool = False
+) -> tuple[ZkClient, str]:
     """The alias's connected client and prefix; CommandError with the exit code if not.
 
     Waits up to the alias's ``CONNECTION_TIMEOUT`` for the connection, and no
-    longer than ``timeout`` (the command's ``--timeout``): the outage rule of
-    ``zk_recipes.cli`` (``connect_timeout``).
+    longer than ``timeout`` (the command's ``--timeout``); with ``at_once``
+    (``--no-wait``) no longer than it takes every server to refuse the
+    connection: the outage rule of ``zk_recipes.cli`` (``connect_timeout``).
     """
     try:
         config = _settings.config(alias)
         wait = connect_timeout(config.client.connection_timeout, timeout)
-        return _clients.get_client(alias, wait), config.prefix
+        client = _clients.process_client(alias).get(wait, refused_ends=at_once)
+        return client, config.prefix
     except ConfigurationError as exc:
         raise CommandError(str(exc), returncode=ExitCode.CONFIG) from None
     except ZkRecipesError as exc:
@@ -281,7 +285,9 @@ class LockedCommandMixin:
         if timeout is None and not no_wait:
             timeout = self.lock_timeout
         name = self.lock_name or type(self).__module__.rsplit(".", 1)[-1]
-        client, prefix = connect(self.lock_alias, None if no_wait else timeout)
+        client, prefix = connect(
+            self.lock_alias, None if no_wait else timeout, at_once=no_wait or timeout == 0
+        )
         result: list[Any] = []
 
         def run_command() -> int:

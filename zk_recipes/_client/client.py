@@ -140,10 +140,14 @@ class ZkClient:
         _metrics.observe_client(self)
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self, timeout: float | None = None) -> ZkClient:
+    def start(self, timeout: float | None = None, *, refused_ends: bool = False) -> ZkClient:
         """Connect and establish a session; raise ConnectTimeoutError if not done in ``timeout`` s.
 
-        Idempotent: starting a started client does nothing.
+        ``refused_ends=True`` gives up sooner, as soon as every server has
+        refused the connection once (a stopped ensemble, a wrong port: nothing
+        listens), for callers that must answer at once, like a command run with
+        ``--no-wait``. A server that accepts and says nothing is still waited
+        for up to ``timeout``. Idempotent: starting a started client does nothing.
         """
         if timeout is None:
             timeout = self.settings.connection_timeout
@@ -179,7 +183,10 @@ class ZkClient:
             if deadline - time.monotonic() <= 0 and not self.is_started:
                 raise ConnectTimeoutError(self._not_connected_in(timeout))
         try:
-            conn.start(max(0.001, deadline - time.monotonic()) if waited else timeout)
+            conn.start(
+                max(0.001, deadline - time.monotonic()) if waited else timeout,
+                refused_ends=refused_ends,
+            )
         except BaseException:
             with self._lock:
                 self._started = False
@@ -410,6 +417,12 @@ class ZkClient:
         if conn is None or (state is not None and state.is_connected):
             return None
         return conn.last_problem or None
+
+    @property
+    def _refused_everywhere(self) -> bool:
+        """Every server refused the connection in the latest round (nothing listens)."""
+        conn = self._conn
+        return conn is not None and conn.refused_everywhere
 
     @property
     def kazoo_client(self) -> Any:

@@ -444,12 +444,37 @@ class KazooConnection:
             tls is None and not settings.sasl and not settings.auth and not settings.read_only
         )
         self._aborted = threading.Event()
+        #: Addresses that refused a connection since the last attempt that did not.
+        self._refused: set[tuple[str, int]] = set()
+        #: True once kazoo came back to an address that refused, every attempt in
+        #: between refused too: a whole round of the servers said "nobody listens here".
+        self.refused_everywhere = False
         self._install_hooks()
 
     @property
     def last_problem(self) -> str:
         """kazoo's last warning about this connection (why it dropped or could not connect)."""
         return self._last_problem.message
+
+    def _count_refusal(self, address: tuple[str, int], exc: BaseException | None) -> None:
+        """Note how an attempt on ``address`` ended, for ``refused_everywhere``.
+
+        kazoo tries every address of the hosts once per round, so an address
+        that refused coming round again, with only refusals since, means a
+        whole round found nothing listening: a stopped ensemble or a wrong
+        port, not a slow network. Anything else (a time-out, a handshake)
+        starts the count again.
+        """
+        refused = isinstance(exc, ConnectionDropped) and isinstance(
+            exc.__context__, ConnectionRefusedError
+        )
+        if not refused:
+            self._refused.clear()
+            self.refused_everywhere = False
+        elif address in self._refused:
+            self.refused_everywhere = True
+        else:
+            self._refused.add(address)
 
     # -- hooks (kazoo's connection thread) -------------------------------
     def _install_hooks(self) -> None:
@@ -489,7 +514,12 @@ class KazooConnection:
             sent.clear()  # xids restart at 1 on every connection
             self._proving = None  # a sync of the old connection is answered by nobody
             self._connect_from = (session_clock(), self._kz._session_id)
-            read_timeout, connect_timeout = connect(host, hostip, port)
+            try:
+                read_timeout, connect_timeout = connect(host, hostip, port)
+            except BaseException as exc:
+                self._count_refusal((hostip, port), exc)
+                raise
+            self._count_refusal((hostip, port), None)
             sent.clear()  # the handshake's own xids (SASL) are not requests of ours
             return read_timeout, connect_timeout
 
@@ -668,8 +698,12 @@ class KazooConnection:
             log.exception("error in the zk_recipes state hook")
 
     # -- lifecycle -------------------------------------------------------
-    def start(self, timeout: float) -> None:
+    def start(self, timeout: float, *, refused_ends: bool = False) -> None:
         """Connect within ``timeout`` seconds, or raise ConnectTimeoutError by then.
+
+        ``refused_ends``: give up as soon as a whole round of the servers refused
+        the connection (``refused_everywhere``), for callers that must answer at
+        once rather than wait for an ensemble to come up.
 
         Not kazoo's ``start(timeout)``, for two reasons. It waits out its whole
         timeout even when the client is being closed (an unreachable ensemble
@@ -695,6 +729,15 @@ class KazooConnection:
                 raise errors.ClientStateError("the client was closed while it was starting")
             if session_clock() >= deadline:
                 break
+            if refused_ends and self.refused_everywhere and not self._kz.connected:
+                self._stop_soon()
+                seen = self._last_problem.message
+                raise errors.ConnectTimeoutError(
+                    f"every server of {self._settings.hosts} refused the connection"
+                    + (f" (last problem: {seen})" if seen else "")
+                    + ": nothing listens there. Check that ZooKeeper is running and that the "
+                    "hosts setting names its client port."
+                )
         if not self._kz.connected:
             seen = self._last_problem.message  # before stop() logs its own farewell
             self._stop_soon()

@@ -92,16 +92,18 @@ class ProcessClient:
             self._check_pid()
             return self._client
 
-    def get(self, timeout: float | None = None) -> ZkClient:
+    def get(self, timeout: float | None = None, *, refused_ends: bool = False) -> ZkClient:
         """The connected client of this process; creates and starts it on first use.
 
         Waits up to ``timeout`` (default: the settings' ``connection_timeout``)
-        and raises ConnectTimeoutError naming the ensemble if it cannot connect.
+        and raises ConnectTimeoutError naming the ensemble if it cannot connect;
+        with ``refused_ends``, as soon as every server refused (``ZkClient.start``).
         """
         client = self._client_for_this_process()
         if timeout is None:
             timeout = client.settings.connection_timeout
-        client.start(timeout)  # or wait for start_in_background()'s start, or retry it
+        # or wait for start_in_background()'s start, or retry it
+        client.start(timeout, refused_ends=refused_ends)
         if not client.wait_connected(timeout):
             raise ConnectTimeoutError(
                 f"no connection to ZooKeeper at {client.connect_string} within {timeout:g}s "
@@ -117,8 +119,8 @@ class ProcessClient:
         first connection, the client is started in the background and waited
         for up to ``wait`` seconds (a healthy ensemble answers in
         milliseconds), once (every caller of that time waits for the same
-        deadline): when that wait ran out, or an attempt has failed
-        already (a refused connection, a name that does not resolve), or the
+        deadline): when that wait ran out, or every server has refused the
+        connection already (nothing listens), or the
         connection is SUSPENDED or the session LOST and being replaced, it
         raises at once, naming the state and the connection's newest problem.
         The client keeps trying in the background meanwhile.
@@ -129,16 +131,17 @@ class ProcessClient:
             return client
         if not client.is_started:
             self.start_in_background()
-        if state is None and client.connection_problem is None:
+        if state is None and not self._hopeless(client):
             # Every caller of the first second waits for the same first connection;
             # after it, callers answer at once until the client connects.
             with self._lock:
                 if self._first_wait[0] is not client:
                     self._first_wait = (client, time.monotonic() + wait)
                 until = self._first_wait[1]
-            # Looked at in short steps: a refused connection or a name that does
-            # not resolve ends the wait at once (it sets no event).
-            while (left := until - time.monotonic()) > 0 and client.connection_problem is None:
+            # Looked at in short steps: every server refusing, or a start that failed
+            # (no host name resolves), ends the wait at once; they set no event. One
+            # refusal does not: the next server may answer.
+            while (left := until - time.monotonic()) > 0 and not self._hopeless(client):
                 if client.wait_connected(min(left, _LOOK_EVERY)):
                     return client
         state = client.state
@@ -154,6 +157,13 @@ class ProcessClient:
             "background",
             problem,
         )
+
+    def _hopeless(self, client: ZkClient) -> bool:
+        """No connection can come of the attempts under way: waiting for one is pointless."""
+        if client._refused_everywhere:
+            return True
+        starter = self._starter
+        return not client.is_started and starter is not None and not starter.is_alive()
 
     def start_in_background(self) -> None:
         """Begin connecting without waiting; failures are logged and retried by ``get()``."""

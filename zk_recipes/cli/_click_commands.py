@@ -92,12 +92,18 @@ def check_argument(check: Callable[[], object]) -> None:
 
 @contextlib.contextmanager
 def connected(
-    config_of: ConfigOf, ctx: click.Context, timeout: float | None = None
+    config_of: ConfigOf,
+    ctx: click.Context,
+    timeout: float | None = None,
+    *,
+    at_once: bool = False,
 ) -> Iterator[tuple[ZkClient, RecipesConfig]]:
     """A started client of the face's settings, closed on the way out; exits on failure.
 
     Connecting waits the connection timeout at most, cut to ``timeout`` (the
-    command's ``--timeout``): the outage rule of ``_outage``. Past the
+    command's ``--timeout``), and ends as soon as every server has refused
+    the connection when ``at_once`` (a command that must not wait:
+    ``--no-wait``, ``status``, ``holders``): the outage rule of ``_outage``. Past the
     connection, an argument the checks let through exits ``USAGE`` and a
     connection that breaks exits ``UNAVAILABLE``: one line, no traceback.
     """
@@ -105,7 +111,9 @@ def connected(
     client = ZkClient(settings=config.client)
     try:
         try:
-            client.start(connect_timeout(config.client.connection_timeout, timeout))
+            client.start(
+                connect_timeout(config.client.connection_timeout, timeout), refused_ends=at_once
+            )
         except ConnectTimeoutError as exc:
             fail(ExitCode.UNAVAILABLE, f"ZooKeeper is unreachable: {exc}")
         except ConfigurationError as exc:  # the server refused the credentials
@@ -257,7 +265,8 @@ def add_click_commands(
             raise click.UsageError("give either --no-wait or --timeout, not both")
         prefix = settings(config_of, ctx).prefix
         check_argument(lambda: lock_path(name, prefix))
-        with connected(config_of, ctx, timeout) as (client, config):
+        at_once = no_wait or timeout == 0
+        with connected(config_of, ctx, timeout, at_once=at_once) as (client, config):
             code = run_locked(
                 client,
                 name,
@@ -333,7 +342,7 @@ def add_click_commands(
           {PROG} holders {PREFIX}/locks --json | jq '.[].holders[].pid'
         """
         check_argument(lambda: check_path(path, example=settings(config_of, ctx).prefix))
-        with connected(config_of, ctx) as (client, _config):
+        with connected(config_of, ctx, at_once=True) as (client, _config):
             code = print_holders(client, path, as_json=as_json)
         sys.exit(code)
 
@@ -347,7 +356,7 @@ def add_click_commands(
         where its 4lw.commands.whitelist allows it. Exit 0 when connected, {UNAVAILABLE} when
         ZooKeeper cannot be reached.
         """
-        with connected(config_of, ctx) as (client, _config):
+        with connected(config_of, ctx, at_once=True) as (client, _config):
             code = print_status(client, as_json=as_json)
         sys.exit(code)
 

@@ -357,6 +357,26 @@ def test_a_silent_zookeeper_gives_69_within_the_timeout_never_busy(
     assert not _started(tmp_path, "B")
 
 
+def test_no_wait_against_a_closed_port_gives_69_once_every_server_refused(
+    zk_namespace: str, tmp_path: Path
+) -> None:
+    """Not after the 60 s connection timeout: nothing listens, nothing comes of waiting."""
+    hosts = ",".join(f"127.0.0.1:{port}" for port in free_ports(2))
+    manage = Manage(manage_env(hosts, zk_namespace, ZK_CONNECTION_TIMEOUT="60"))
+    for args in (
+        ["zklock", "demo", "--no-wait", "--", *_slow(tmp_path, "A")],
+        ["lockedcmd", "--dir", str(tmp_path), "--tag", "B", "--no-wait"],
+    ):
+        began = time.monotonic()
+        run = manage.run(args)
+        took = time.monotonic() - began
+        assert run.returncode == ExitCode.UNAVAILABLE, run.stderr
+        assert "refused the connection" in run.stderr
+        assert took < 30, (args, took)
+    assert not _started(tmp_path, "A")
+    assert not _started(tmp_path, "B")
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_kill_9_of_zklock_exec_takes_the_programs_group_with_it(

@@ -46,7 +46,8 @@ class Command(GuardedRunCommand):
         grace = seconds(options["grace"], "--grace")
         job, label = self.job(options["command"], options["exec_"])
         check_name(lock_path, options["name"], options["alias"])
-        client, prefix = connect(options["alias"], timeout)
+        at_once = options["no_wait"] or timeout == 0
+        client, prefix = connect(options["alias"], timeout, at_once=at_once)
         code = run_locked(
             client,
             options["name"],
