@@ -23,7 +23,14 @@ from zk_recipes import (
     ZkClient,
 )
 from zk_recipes.frameworks import LockTarget, lock_path
-from zk_recipes.testing import Recorder, TcpProxy, ZooKeeperServer, free_ports, wait_for_children
+from zk_recipes.testing import (
+    Recorder,
+    TcpProxy,
+    ZooKeeperServer,
+    free_ports,
+    wait_for_children,
+    wait_until,
+)
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 #: Far longer than any answer here may take: the old behaviour waited this long.
@@ -150,6 +157,39 @@ def test_a_lock_held_elsewhere_is_busy_and_an_outage_is_not(
     lock.release()
     # The unanswered attempts left no node behind once the client could clean up.
     wait_for_children(zk_client, lock_path("report"), 0)
+
+
+def test_after_one_unanswered_attempt_the_next_answers_at_once_while_still_connected(
+    proxy: TcpProxy,
+    zk_namespace: str,
+    process_clients: list[ProcessClient],
+) -> None:
+    """A paused server: the client says SUSPENDED only at its next missed ping (~6.7 s here).
+
+    Until then each request would wait for a reply that is not coming; the
+    first attempt's unanswered create shows the silence to the next one.
+    """
+    process_client = _process_client(
+        process_clients, proxy.connect_string, zk_namespace, session_timeout=10.0
+    )
+    target = LockTarget("report", process_client, timeout=0)
+    client = process_client.available()
+    proxy.blackhole()
+    with pytest.raises(UnavailableError, match="did not answer while taking the lock"):
+        target.acquire()
+    assert client.state is ConnectionState.CONNECTED, "still believed connected"
+    assert client.unanswered_for > 1.0
+    began = time.monotonic()
+    with pytest.raises(UnavailableError, match="is not answering") as refused:
+        target.acquire()
+    assert time.monotonic() - began < 0.5, "it sent a request and waited for its reply"
+    assert refused.value.problem is not None
+    assert "no reply to a request sent" in refused.value.problem
+    proxy.heal()
+    wait_until(lambda: client.unanswered_for == 0.0, "the replies came", timeout=CONNECTION_TIMEOUT)
+    lock = target.acquire()
+    assert lock is not None
+    lock.release()
 
 
 def test_a_waiter_cut_off_while_queued_is_told_unavailable_not_timed_out(

@@ -53,6 +53,7 @@ from zk_recipes._client.deletes import GuaranteedDeleter
 from zk_recipes._client.kazoo import KazooConnection, Pending
 from zk_recipes._client.session import SessionTracker
 from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateListener
+from zk_recipes._deadline import session_clock
 from zk_recipes._errors import (
     ClientStateError,
     ConfigurationError,
@@ -417,6 +418,19 @@ class ZkClient:
         if conn is None or (state is not None and state.is_connected):
             return None
         return conn.last_problem or None
+
+    @property
+    def unanswered_for(self) -> float:
+        """Seconds the oldest write (or sync) on the connection has waited for its reply; 0 if none.
+
+        A server that keeps the connection open and answers nothing (paused, or
+        cut off behind a one-way partition) shows here long before the client
+        hears a missed ping and says SUSPENDED: a face that must answer at once
+        looks at it before queueing another request behind the silent ones.
+        """
+        conn = self._conn
+        sent = conn.oldest_unanswered() if conn is not None else None
+        return 0.0 if sent is None else max(0.0, session_clock() - sent)
 
     @property
     def _refused_everywhere(self) -> bool:

@@ -623,6 +623,11 @@ class KazooConnection:
         conn._xid = xid
         return xid
 
+    def oldest_unanswered(self) -> float | None:
+        """When the oldest write or sync still waiting for a reply was sent (``session_clock``)."""
+        waiting = list(self._sent.values())  # a copy made under the GIL: kazoo's thread pops
+        return min(waiting) if waiting else None
+
     def _on_direct_send(self, xid: int, kind: int, at: float) -> None:
         if kind in _THROUGH_THE_LEADER:
             self._sent[xid] = at

@@ -60,6 +60,9 @@ T = TypeVar("T")
 #: Seconds between repeated ``Lock.cancel()`` calls for a cancelled async waiter
 #: whose thread had not reached its acquire when the first one came.
 RECALL = 0.05
+#: Seconds a write may go unanswered before a target with a short wait (or none)
+#: takes the server for silent: as long as a first request is given at the least.
+UNANSWERED = 1.0
 
 
 class LockTarget:
@@ -117,19 +120,38 @@ class LockTarget:
         return f"<LockTarget {self.path} timeout={self.timeout!r}>"
 
     def connected_client(self) -> ZkClient:
-        """The client, connected now; UnavailableError (at once) when it is not."""
+        """The client, connected now; UnavailableError (at once) when it is not.
+
+        Nor when a write has gone unanswered for longer than the target would
+        wait (``UNANSWERED`` seconds at the least; the connection timeout for a
+        wait without limit): a paused server keeps the connection open and
+        answers nothing, and the client says SUSPENDED only at its next missed
+        ping (two thirds of the session timeout); each request in between would
+        wait for a reply that is not coming.
+        """
         source = self._client
         if isinstance(source, ProcessClient):
-            return source.available()
-        client = source()
-        state = client.state
-        if state is None or not state.is_connected:
-            problem = client.connection_problem
+            client = source.available()
+        else:
+            client = source()
+            state = client.state
+            if state is None or not state.is_connected:
+                problem = client.connection_problem
+                raise UnavailableError(
+                    f"the connection to ZooKeeper at {client.connect_string} is "
+                    f"{state.name if state is not None else 'not made yet'}"
+                    f"{f' ({problem})' if problem else ''}",
+                    problem,
+                )
+        silent = client.unanswered_for
+        if self.timeout is None:
+            patience = client.settings.connection_timeout
+        else:
+            patience = max(UNANSWERED, self.timeout)
+        if silent > patience:
+            problem = f"no reply to a request sent {silent:.1f} s ago"
             raise UnavailableError(
-                f"the connection to ZooKeeper at {client.connect_string} is "
-                f"{state.name if state is not None else 'not made yet'}"
-                f"{f' ({problem})' if problem else ''}",
-                problem,
+                f"ZooKeeper at {client.connect_string} is not answering ({problem})", problem
             )
         return client
 
