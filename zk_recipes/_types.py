@@ -1,7 +1,7 @@
 """Value types of the public API, with no kazoo in them.
 
 Recipes and users speak in these; only the kazoo adapter
-(``_client/kazoo.py``) converts them to and from kazoo's objects, so a recipe
+(``_client/kazoo/``) converts them to and from kazoo's objects, so a recipe
 never needs to import the adapter to create a node, read a stat or handle a
 watch event.
 
