@@ -50,6 +50,9 @@ from zk_recipes._client.creates import (
 from zk_recipes._client.kazoo import (
     Pending as Pending,
 )
+from zk_recipes._client.persistent import (
+    PersistentWatch as PersistentWatch,
+)
 from zk_recipes._client.process import (
     ProcessClient as ProcessClient,
 )
@@ -94,6 +97,7 @@ from zk_recipes._errors import (
     NodeExistsError as NodeExistsError,
     NoNodeError as NoNodeError,
     NotEmptyError as NotEmptyError,
+    NoWatcherError as NoWatcherError,
     OperationTimeoutError as OperationTimeoutError,
     RecipeUsageError as RecipeUsageError,
     RetriesExhaustedError as RetriesExhaustedError,
@@ -254,6 +258,7 @@ __all__ = [
     "NoAuthError",
     "NoChildrenForEphemeralsError",
     "NoNodeError",
+    "NoWatcherError",
     "NodeError",
     "NodeExistsError",
     "NotEmptyError",
@@ -265,6 +270,7 @@ __all__ = [
     "PersistentNode",
     "PersistentNodeEvent",
     "PersistentNodeState",
+    "PersistentWatch",
     "PlateauRetry",
     "ProcessClient",
     "PromotedToLock",

@@ -172,6 +172,10 @@ class NoChildrenForEphemeralsError(NodeError):
     """Ephemeral nodes cannot have children."""
 
 
+class NoWatcherError(NodeError):
+    """No watch of this connection matched on the path (``removeWatches``, ``checkWatches``)."""
+
+
 class CorruptedValueError(NodeError, ValueError):
     """A counter node holds fewer bytes than its number needs (Curator: "Corrupted data")."""
 

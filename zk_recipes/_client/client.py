@@ -31,7 +31,8 @@ Size: over the house limit (tests/test_module_sizes.py): ZkClient is the one obj
 hold, and its node operations (create, get, set, delete, their async forms)
 are thin — validate, make the path absolute, hand over to the adapter — so
 the class is kept in one file to read in one place; everything with logic
-of its own lives in its collaborators (session.py, creates.py, deletes.py).
+of its own lives in its collaborators (session.py, creates.py, deletes.py,
+persistent.py).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from zk_recipes import _metrics, _paths
 from zk_recipes._client.creates import CreateResult, Creator
 from zk_recipes._client.deletes import GuaranteedDeleter
 from zk_recipes._client.kazoo import KazooConnection, Pending
+from zk_recipes._client.persistent import Established, PersistentWatch, PersistentWatches
 from zk_recipes._client.session import SessionTracker
 from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateListener
 from zk_recipes._deadline import session_clock
@@ -60,6 +62,7 @@ from zk_recipes._errors import (
     ConnectionLostError,
     ConnectTimeoutError,
     NoNodeError,
+    RecipeUsageError,
     SessionLost,
     WrongTypeError,
     ZkTimeoutError,
@@ -136,6 +139,7 @@ class ZkClient:
         self._reviving = False
         self._deleter = GuaranteedDeleter(self, self._delete_backoff)
         self._creator = Creator(self, self._deleter, settings.session_timeout)
+        self._persistent = PersistentWatches(self)
         self._wakeups: set[threading.Event] = set()
         self._starting: threading.Event | None = None
         _metrics.observe_client(self)
@@ -674,18 +678,71 @@ class ZkClient:
             raise NoNodeError(f"{path} vanished right after it was created", path)
         return stat
 
+    def add_watch(
+        self,
+        path: str,
+        callback: WatchCallback,
+        *,
+        recursive: bool = True,
+        on_established: Established | None = None,
+    ) -> PersistentWatch:
+        """A persistent watch on ``path``: every change, until ``remove()``, across reconnects.
+
+        ``recursive=True`` (the default): CREATED, CHANGED and DELETED of
+        ``path`` and of every node below it, at any depth (never CHILD).
+        ``recursive=False``: ``path`` alone, CHILD (its children changed)
+        included. The path need not exist yet. ``callback(WatchEvent)`` runs
+        on kazoo's watch thread in the server's order and must be quick.
+
+        The server drops watches with each connection and puts nothing back
+        for what changed meanwhile: the client sends the watch again on every
+        connection that comes up, then calls ``on_established(watch)``; from
+        then on nothing is missed, and what changed before may have been, so
+        re-read what you rely on there. ``UnsupportedFeatureError`` when the
+        server has no persistent watches (older than 3.6, or running
+        ``WatchManagerOptimized``). A one-shot ``watch=`` on exactly this path
+        is refused while the watch lives (``RecipeUsageError``): ZooKeeper
+        3.6-3.8 keep one watch mode per path and would turn this one into a
+        one-shot watch, silently.
+        """
+        _paths.validate_path(path)
+        if not callable(callback):
+            raise WrongTypeError(f"add_watch(callback=) must be callable, got {callback!r}")
+        return self._persistent.add(
+            path, self._abs(path), callback, bool(recursive), on_established
+        )
+
+    def _watched(self, path: str, watch: WatchCallback | None) -> str:
+        """``path`` made absolute, refused for a one-shot watch where a persistent one is."""
+        full = self._abs(path)
+        if watch is not None and self._persistent.on_path(full):
+            raise RecipeUsageError(
+                f"a one-shot watch on {path}, which has a persistent watch on this client: "
+                "ZooKeeper 3.6-3.8 keep one watch mode per path and would turn the "
+                "persistent watch into a one-shot one. Read without watch= and take the "
+                "events from the persistent watch, or watch from another client"
+            )
+        return full
+
     def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, ZnodeStat]:
         """The node's data and stat; ``watch`` fires once on change or delete."""
         _paths.validate_path(path)
-        return self._usable().get_async(self._abs(path), watch).result(self._op_timeout)
+        full = self._watched(path, watch)
+        return self._usable().get_async(full, watch).result(self._op_timeout)
 
     def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
         _paths.validate_path(path)
-        return self._usable().get_children_async(self._abs(path), watch).result(self._op_timeout)
+        return (
+            self._usable()
+            .get_children_async(self._watched(path, watch), watch)
+            .result(self._op_timeout)
+        )
 
     def exists(self, path: str, watch: WatchCallback | None = None) -> ZnodeStat | None:
         _paths.validate_path(path)
-        return self._usable().exists_async(self._abs(path), watch).result(self._op_timeout)
+        return (
+            self._usable().exists_async(self._watched(path, watch), watch).result(self._op_timeout)
+        )
 
     def _exists_abs(self, path: str) -> ZnodeStat | None:
         return self._live_conn().exists_async(path).result(self._op_timeout)
@@ -786,19 +843,19 @@ class ZkClient:
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[list[str]]:
         _paths.validate_path(path)
-        return self._usable().get_children_async(self._abs(path), watch)
+        return self._usable().get_children_async(self._watched(path, watch), watch)
 
     def get_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[tuple[bytes, ZnodeStat]]:
         _paths.validate_path(path)
-        return self._usable().get_async(self._abs(path), watch)
+        return self._usable().get_async(self._watched(path, watch), watch)
 
     def exists_async(
         self, path: str, watch: WatchCallback | None = None
     ) -> Pending[ZnodeStat | None]:
         _paths.validate_path(path)
-        return self._usable().exists_async(self._abs(path), watch)
+        return self._usable().exists_async(self._watched(path, watch), watch)
 
     def delete_async(self, path: str, version: int = -1) -> Pending[None]:
         """Send a delete without waiting (no guarantee: see ``delete(guaranteed=True)``)."""

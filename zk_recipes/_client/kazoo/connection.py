@@ -57,6 +57,17 @@ from zk_recipes._client.kazoo.records import (
     kazoo_acl,
     stat_of,
 )
+from zk_recipes._client.kazoo.watches import (
+    ANY,
+    PERSISTENT,
+    PERSISTENT_RECURSIVE,
+    PERSISTENT_TYPE,
+    RECURSIVE_TYPE,
+    AddWatch,
+    Fire,
+    PersistentRouter,
+    RemoveWatches,
+)
 from zk_recipes._client.poll_select import poll_select
 from zk_recipes._client.resolve import check_hosts_resolve
 from zk_recipes._deadline import session_clock
@@ -164,6 +175,12 @@ class KazooConnection:
         #: True once kazoo came back to an address that refused, every attempt in
         #: between refused too: a whole round of the servers said "nobody listens here".
         self.refused_everywhere = False
+        #: The persistent watchers of this connection (watches.py); the client's
+        #: registry puts them here, and back on the server after every reconnect.
+        self._router = PersistentRouter()
+        #: Whether the server removes a persistent watch by its own type (3.9+): None
+        #: until a removal told us.
+        self._typed_removal: bool | None = None
         install_hooks(self)
 
     @property
@@ -514,6 +531,58 @@ class KazooConnection:
     def sync_async(self, path: str) -> Pending[None]:
         raw = self._send(Sync(path), path)
         return Pending(raw, path, lambda r: None, self)
+
+    # -- persistent watches (watches.py) ----------------------------------
+    def route_watch(self, path: str, watch: WatchCallback, recursive: bool) -> Fire:
+        """Route events on ``path`` to ``watch`` (``add_watch_async`` then tells the server)."""
+        fire = self._watcher(watch)
+        assert fire is not None
+        self._router.add(path, fire, recursive)
+        return fire
+
+    def unroute_watch(self, path: str, fire: Fire, recursive: bool) -> bool:
+        """Stop routing to ``fire``; True when no watcher of that mode is left on ``path``."""
+        return self._router.remove(path, fire, recursive)
+
+    def persistent_watch_on(self, path: str) -> bool:
+        """Whether a persistent watch of either mode is routed on exactly ``path``."""
+        return self._router.watches(path)
+
+    def add_watch_async(self, path: str, recursive: bool) -> Pending[None]:
+        """Send ``addWatch``: the server keeps the watch on this TCP connection."""
+        mode = PERSISTENT_RECURSIVE if recursive else PERSISTENT
+        return self._call(AddWatch(path, mode), path, lambda r: None)
+
+    def remove_persistent(self, path: str, recursive: bool, timeout: float) -> None:
+        """Take a persistent watch off the server, sparing the connection's other watches.
+
+        Its own watcher type (4/5) where the server knows it (3.9+); on 3.6-3.8
+        (MarshallingError) only ANY can remove it, which takes the path's
+        one-shot watches and a persistent watch of the other mode too: then
+        it is sent only when there is none of those, and otherwise the server
+        keeps the watch and its events go nowhere (they are routed to nobody)
+        until the connection ends. NOWATCHER (already gone) is success.
+        """
+        if self._typed_removal is not False:
+            kind = RECURSIVE_TYPE if recursive else PERSISTENT_TYPE
+            try:
+                self._call(RemoveWatches(path, kind), path, lambda r: None).result(timeout)
+                self._typed_removal = True
+                return
+            except errors.UnsupportedFeatureError:
+                self._typed_removal = False
+            except errors.NoWatcherError:
+                return
+        kz = self._kz
+        if (
+            self._router.watches(path)
+            or kz._data_watchers.get(path)
+            or kz._child_watchers.get(path)
+        ):
+            log.debug("persistent watch on %s left on the server: other watches share it", path)
+            return
+        with contextlib.suppress(errors.NoWatcherError):
+            self._call(RemoveWatches(path, ANY), path, lambda r: None).result(timeout)
 
     def _admit(self, path: str) -> None:
         """Refuse a request while disconnected once many already wait to be sent.

@@ -32,6 +32,7 @@ NODE_ERRORS: tuple[tuple[type[BaseException], type[errors.NodeError], str], ...]
         "not allowed on {path}: check the client's auth= / sasl= credentials against the "
         "node's ACL (or the default_acl the node was created with)",
     ),
+    (kz_exc.NoWatcherError, errors.NoWatcherError, "no watch of this connection on {path}"),
     (
         kz_exc.NoChildrenForEphemeralsError,
         errors.NoChildrenForEphemeralsError,
@@ -75,6 +76,12 @@ def translate(
     if isinstance(exc, kz_exc.UnimplementedError):
         return errors.UnsupportedFeatureError(
             f"the server does not implement this request ({path})"
+        )
+    if isinstance(exc, kz_exc.MarshallingError):
+        return errors.UnsupportedFeatureError(
+            f"the server could not handle this request ({where}): MarshallingError. A "
+            "persistent watch needs ZooKeeper 3.6 or later with its default watch manager "
+            "(not WatchManagerOptimized); removing one by its own type needs 3.9"
         )
     if isinstance(exc, kz_exc.InvalidACLError):
         return errors.ConfigurationError(f"invalid ACL for {path}")

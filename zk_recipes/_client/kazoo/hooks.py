@@ -18,6 +18,11 @@ kazoo upgrade must re-read each of them (kazoo is pinned to 2.11.x for it):
   at once when the connection drops;
 - ``KazooClient.handler.dispatch_callback``: internal wake-ups run on the
   connection thread, in the order read (``mark_inline``);
+- ``._read_watch_event``: a notification goes to our persistent watchers
+  (``watches.PersistentRouter``) before kazoo's one-shot ones (kazoo's
+  ``_stopped`` and ``_state`` are read there as kazoo's own code reads them);
+- ``KazooClient._data_watchers`` / ``._child_watchers``: kazoo's one-shot
+  watchers by path, looked at before a ``removeWatches`` (``connection``);
 - used by ``connection``, not replaced: ``_connection._socket`` (the
   connected address), ``._xid`` (a direct send takes the next one),
   ``._write_sock`` (the wake-up socket: made non-blocking before ``stop()``;
@@ -39,11 +44,13 @@ import logging
 import socket
 from typing import Any, Protocol
 
-from kazoo.protocol.serialization import Connect
+from kazoo.protocol.serialization import Connect, Watch
+from kazoo.protocol.states import EVENT_TYPE_MAP, Callback, WatchedEvent
 
 from zk_recipes._client.direct_send import DirectSender
 from zk_recipes._client.kazoo.failures import broken, dropped, read_timed_out, write_timed_out
 from zk_recipes._client.kazoo.records import THROUGH_THE_LEADER
+from zk_recipes._client.kazoo.watches import PersistentRouter
 from zk_recipes._client.socket_io import read_exactly, send_all
 from zk_recipes._deadline import session_clock
 from zk_recipes._types import is_inline
@@ -61,6 +68,7 @@ class Hooked(Protocol):
     _sent: dict[int, float]
     _proving: Any
     _connect_from: tuple[float, int | None]
+    _router: PersistentRouter
     negotiated_timeout: float | None
 
     def _count_refusal(self, address: tuple[str, int], exc: BaseException | None) -> None: ...
@@ -196,7 +204,23 @@ def install_hooks(connection: Hooked) -> None:
             return None
         return dispatch(callback)
 
+    router = connection._router
+    read_watch_event = conn._read_watch_event
+    client = connection._kz
+
+    def _read_watch_event(buffer: bytes, offset: int) -> Any:
+        # Persistent watchers first (never popped: watches.py), then kazoo's one-shot
+        # ones; both through the same dispatch, so every watcher sees wire order.
+        watch, _ = Watch.deserialize(buffer, offset)
+        fires = router.route(watch.type, watch.path)
+        if fires and not client._stopped.is_set():
+            event = WatchedEvent(EVENT_TYPE_MAP[watch.type], client._state, watch.path)
+            for fire in fires:
+                handler.dispatch_callback(Callback("watch", fire, (event,)))
+        return read_watch_event(buffer, offset)
+
     handler.dispatch_callback = _dispatch_callback
+    conn._read_watch_event = _read_watch_event
     conn._submit = _submit
     conn._read_header = _read_header
     conn._connect = _connect

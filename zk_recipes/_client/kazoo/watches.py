@@ -1,0 +1,164 @@
+"""Persistent watches on the wire: ``addWatch``, ``removeWatches``, ``checkWatches``, and routing.
+
+kazoo 2.11 has none of them. The records follow zookeeper.jute exactly:
+
+- ``addWatch`` (opcode 106): ``AddWatchRequest { ustring path; int mode }``,
+  mode PERSISTENT = 0 or PERSISTENT_RECURSIVE = 1, answered by an
+  ``ErrorResponse { int err }``. No existence check: a watch may wait on a
+  path that does not exist yet.
+- ``removeWatches`` (18) and ``checkWatches`` (17): ``{ ustring path; int
+  type }`` with the ``WatcherType`` CHILDREN = 1, DATA = 2, ANY = 3, and,
+  from ZooKeeper 3.9 only, PERSISTENT = 4 and PERSISTENT_RECURSIVE = 5 (a 3.6-3.8
+  server answers those with MarshallingError; there ANY is the only way to
+  remove a persistent watch, and it takes the path's one-shot watches too).
+  No reply body; NOWATCHER (-121) when nothing matched.
+
+The server sends one notification per connection per change, however many
+of the connection's watches it matches; the client fans it out
+(``PersistentRouter.route``):
+
+- CREATED, CHANGED, DELETED of a path go to its PERSISTENT watchers and to
+  the PERSISTENT_RECURSIVE watchers of the path and of every ancestor, ``/``
+  included (kazoo's open PR #715 never produces ``/`` as an ancestor);
+- CHILD (NodeChildrenChanged) goes to PERSISTENT watchers of the path only,
+  never to recursive ones (the server sends it for a PERSISTENT watch, which
+  it keeps among the child watches too, or for a one-shot child watch on the
+  same connection; the Java client filters it only from 3.9 on).
+
+A persistent watcher is never popped by an event, unlike kazoo's one-shot
+ones. The router is per connection; the client's registry
+(``zk_recipes._client.persistent``) puts its watches back on every new
+connection.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import namedtuple
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kazoo.protocol.serialization import int_struct, write_string
+
+#: ``AddWatchModes`` (ZooDefs.java).
+PERSISTENT = 0
+PERSISTENT_RECURSIVE = 1
+#: ``WatcherType`` (Watcher.java); 4 and 5 from ZooKeeper 3.9.0 on.
+CHILDREN = 1
+DATA = 2
+ANY = 3
+PERSISTENT_TYPE = 4
+RECURSIVE_TYPE = 5
+
+#: Event types on the wire (``WatcherEvent.type``): NodeCreated, NodeDeleted,
+#: NodeDataChanged, NodeChildrenChanged.
+NODE_EVENTS = frozenset({1, 2, 3})
+CHILD_EVENT = 4
+
+#: A persistent watcher: called with kazoo's event (type, path) on kazoo's worker.
+Fire = Callable[[Any], None]
+
+
+class AddWatch(namedtuple("AddWatch", "path mode")):
+    """addWatch (opcode 106); the reply is an ErrorResponse, its err 0 when it worked."""
+
+    type = 106
+
+    def serialize(self) -> bytearray:
+        body = bytearray()
+        body.extend(write_string(self.path))
+        body.extend(int_struct.pack(self.mode))
+        return body
+
+    @classmethod
+    def deserialize(cls, buffer: bytes, offset: int) -> None:
+        return None  # an ErrorResponse; an error came in the reply header already
+
+
+class RemoveWatches(namedtuple("RemoveWatches", "path watcher_type")):
+    """removeWatches (opcode 18): no reply body."""
+
+    type = 18
+
+    def serialize(self) -> bytearray:
+        body = bytearray()
+        body.extend(write_string(self.path))
+        body.extend(int_struct.pack(self.watcher_type))
+        return body
+
+    @classmethod
+    def deserialize(cls, buffer: bytes, offset: int) -> None:
+        return None
+
+
+class CheckWatches(RemoveWatches):
+    """checkWatches (opcode 17): NOWATCHER unless this connection has such a watch."""
+
+    type = 17
+
+
+def ancestors(path: str) -> Iterator[str]:
+    """``path`` itself, then each parent up to ``/`` (``/a/b`` -> ``/a/b``, ``/a``, ``/``)."""
+    yield path
+    while path != "/":
+        path = path.rsplit("/", 1)[0] or "/"
+        yield path
+
+
+class PersistentRouter:
+    """Which persistent watchers of one connection an incoming event goes to.
+
+    Written by callers' threads, read by kazoo's connection thread: every
+    change replaces the mapping it touches (copy on write), so ``route``
+    reads without a lock.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._exact: dict[str, frozenset[Fire]] = {}
+        self._recursive: dict[str, frozenset[Fire]] = {}
+
+    def add(self, path: str, fire: Fire, recursive: bool) -> None:
+        with self._lock:
+            table = dict(self._recursive if recursive else self._exact)
+            table[path] = table.get(path, frozenset()) | {fire}
+            if recursive:
+                self._recursive = table
+            else:
+                self._exact = table
+
+    def remove(self, path: str, fire: Fire, recursive: bool) -> bool:
+        """Forget ``fire``; True when no watcher of that mode is left on ``path``."""
+        with self._lock:
+            table = dict(self._recursive if recursive else self._exact)
+            left = table.get(path, frozenset()) - {fire}
+            if left:
+                table[path] = left
+            else:
+                table.pop(path, None)
+            if recursive:
+                self._recursive = table
+            else:
+                self._exact = table
+            return not left
+
+    def watches(self, path: str) -> bool:
+        """Whether any persistent watcher of either mode is on exactly ``path``."""
+        return path in self._exact or path in self._recursive
+
+    def paths(self) -> tuple[list[str], list[str]]:
+        """(PERSISTENT paths, PERSISTENT_RECURSIVE paths) watched now."""
+        return list(self._exact), list(self._recursive)
+
+    def route(self, event_type: int, path: str) -> list[Fire]:
+        """The watchers an event of wire type ``event_type`` on ``path`` goes to."""
+        if event_type == CHILD_EVENT:
+            return list(self._exact.get(path, ()))
+        if event_type not in NODE_EVENTS:
+            return []
+        found: list[Fire] = list(self._exact.get(path, ()))
+        recursive = self._recursive
+        if recursive:
+            for candidate in ancestors(path):
+                found.extend(recursive.get(candidate, ()))
+        return found
