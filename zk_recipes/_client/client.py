@@ -712,6 +712,21 @@ class ZkClient:
             path, self._abs(path), callback, bool(recursive), on_established
         )
 
+    def remove_data_watch(self, path: str, watch: WatchCallback) -> None:
+        """Take back the one-shot watch ``get``/``exists(path, watch=watch)`` set: it will not fire.
+
+        For code that stopped waiting (a lock waiter that timed out or was
+        cancelled): the server would keep the watch until the node changes.
+        Sent without waiting for the reply. The server keeps one data watch
+        per path and connection, so other data watches of this client on
+        ``path`` get a NONE event, as after a reconnect, and read again.
+        Nothing is sent while a persistent watch is on ``path``.
+        """
+        full = self._abs(path)
+        # Not connected: the server dropped the watch with the connection.
+        with contextlib.suppress(ClientStateError, ConnectionLostError):
+            self._usable().forget_data_watch(full, watch)
+
     def _watched(self, path: str, watch: WatchCallback | None) -> str:
         """``path`` made absolute, refused for a one-shot watch where a persistent one is."""
         full = self._abs(path)

@@ -134,9 +134,12 @@ def is_live(client: ZkClient, entry: Entry) -> bool:
 class _Wake:
     event: threading.Event = dataclasses.field(default_factory=threading.Event)
     deleted: bool = False
+    #: The watch itself fired (not a close or a cancel setting the event).
+    fired: bool = False
 
     def __call__(self, watch_event: WatchEvent) -> None:
         self.deleted = watch_event.type is WatchEventType.DELETED
+        self.fired = True
         self.event.set()
 
 
@@ -331,6 +334,10 @@ class ContenderQueue:
             cancel.wakes(wake.event) if cancel is not None else contextlib.nullcontext(),
         ):
             wake.event.wait(remaining(deadline))
+        if not wake.fired:
+            # Timed out, cancelled or closed: the watch would stay on the server until
+            # the predecessor changes. (A close drops it with the connection anyway.)
+            self.client.remove_data_watch(path, wake)
         return wake.deleted
 
     def _relist(self, deadline: float | None, cancel: Cancellation | None) -> list[str] | None:

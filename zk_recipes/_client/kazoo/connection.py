@@ -38,7 +38,7 @@ from kazoo.protocol.serialization import (
     Sync,
     Transaction,
 )
-from kazoo.protocol.states import KazooState, KeeperState
+from kazoo.protocol.states import Callback, EventType, KazooState, KeeperState, WatchedEvent
 from kazoo.retry import KazooRetry
 
 from zk_recipes import _errors as errors, _paths
@@ -59,12 +59,14 @@ from zk_recipes._client.kazoo.records import (
 )
 from zk_recipes._client.kazoo.watches import (
     ANY,
+    DATA,
     PERSISTENT,
     PERSISTENT_RECURSIVE,
     PERSISTENT_TYPE,
     RECURSIVE_TYPE,
     AddWatch,
     Fire,
+    ForgetDataWatch,
     PersistentRouter,
     RemoveWatches,
 )
@@ -584,6 +586,31 @@ class KazooConnection:
         with contextlib.suppress(errors.NoWatcherError):
             self._call(RemoveWatches(path, ANY), path, lambda r: None).result(timeout)
 
+    def forget_data_watch(self, path: str, watch: WatchCallback) -> Pending[None] | None:
+        """Take ``watch``'s one-shot data watch on ``path`` back: off the server and out of kazoo.
+
+        For a waiter that stopped waiting (timed out, cancelled): its watch
+        would otherwise stay on the server until the node changes, and its
+        callback in kazoo's table until then. The server keeps one data watch
+        per (connection, path), so other watchers kazoo holds for the path
+        lose theirs too: they get a NONE event, as on a reconnect, and read
+        again. Not sent where a persistent watch is on the path (a data
+        removal would take half of it on 3.6-3.8). None when nothing is sent.
+        """
+        if self._router.watches(path):
+            return None
+        kz = self._kz
+
+        def then() -> None:  # on kazoo's connection thread (ForgetDataWatch)
+            watchers = kz._data_watchers.pop(path, None)
+            others = [w for w in watchers or () if getattr(w, "__wrapped__", None) is not watch]
+            if others:
+                event = WatchedEvent(EventType.NONE, kz._state, path)
+                for other in others:
+                    kz.handler.dispatch_callback(Callback("watch", other, (event,)))
+
+        return self._call(ForgetDataWatch(path, DATA, then), path, lambda r: None)
+
     def _admit(self, path: str) -> None:
         """Refuse a request while disconnected once many already wait to be sent.
 
@@ -642,6 +669,7 @@ class KazooConnection:
                 path = event_path(path) if path else None
             watch(WatchEvent(EVENT_TYPES.get(event.type, WatchEventType.NONE), path))
 
+        _fire.__wrapped__ = watch  # type: ignore[attr-defined]  # forget_data_watch finds it
         if is_inline(watch):
             mark_inline(_fire)
         return _fire

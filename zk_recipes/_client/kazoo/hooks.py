@@ -22,7 +22,9 @@ kazoo upgrade must re-read each of them (kazoo is pinned to 2.11.x for it):
   (``watches.PersistentRouter``) before kazoo's one-shot ones (kazoo's
   ``_stopped`` and ``_state`` are read there as kazoo's own code reads them);
 - ``KazooClient._data_watchers`` / ``._child_watchers``: kazoo's one-shot
-  watchers by path, looked at before a ``removeWatches`` (``connection``);
+  watchers by path, looked at before a ``removeWatches``, and a path's data
+  watchers popped (on the connection thread) when one is taken back
+  (``connection.forget_data_watch``);
 - used by ``connection``, not replaced: ``_connection._socket`` (the
   connected address), ``._xid`` (a direct send takes the next one),
   ``._write_sock`` (the wake-up socket: made non-blocking before ``stop()``;

@@ -91,6 +91,21 @@ class RemoveWatches(namedtuple("RemoveWatches", "path watcher_type")):
         return None
 
 
+class ForgetDataWatch(namedtuple("ForgetDataWatch", "path watcher_type then")):
+    """removeWatches (18) of a one-shot data watch; ``then()`` runs when the server did it.
+
+    ``then`` runs inside kazoo's reading of the reply, on its connection
+    thread: serialized with every watch event and every watcher kazoo
+    registers, so it may change kazoo's watcher tables safely.
+    """
+
+    type = 18
+    serialize = RemoveWatches.serialize
+
+    def deserialize(self, buffer: bytes, offset: int) -> None:
+        self.then()
+
+
 class CheckWatches(RemoveWatches):
     """checkWatches (opcode 17): NOWATCHER unless this connection has such a watch."""
 
