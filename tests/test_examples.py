@@ -38,6 +38,16 @@ def test_lock_example() -> None:
     assert "10 writes, all accepted in token order" in out
 
 
+def test_cache_example() -> None:
+    out = _run("example_projects/recipes/cache_example.py")
+    assert "told: CHANGED /flags/search/beta -> b'on'" in out
+    assert (
+        "after the cut: [('DELETED', '/flags/checkout'), ('CREATED', '/flags/checkout'), "
+        "('CREATED', '/flags/payments')]"
+    ) in out
+    assert "demo finished" in out
+
+
 def test_a_face_on_the_framework_kit() -> None:
     out = _run("example_projects/frameworks/wsgi_face.py")
     assert "while one send holds invoice-7: [423, 423]" in out

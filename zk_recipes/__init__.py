@@ -41,6 +41,21 @@ from zk_recipes._barriers.barrier import (
 from zk_recipes._barriers.double_barrier import (
     DoubleBarrier as DoubleBarrier,
 )
+from zk_recipes._cache.children import (
+    ChildrenCache as ChildrenCache,
+    ChildrenStartMode as ChildrenStartMode,
+)
+from zk_recipes._cache.node import (
+    NodeCache as NodeCache,
+)
+from zk_recipes._cache.tree import (
+    TreeCache as TreeCache,
+)
+from zk_recipes._cache.values import (
+    CachedNode as CachedNode,
+    CacheEvent as CacheEvent,
+    CacheEventType as CacheEventType,
+)
 from zk_recipes._client.client import (
     ZkClient as ZkClient,
 )
@@ -82,6 +97,7 @@ from zk_recipes._counters.shared_count import (
 )
 from zk_recipes._errors import (
     BadVersionError as BadVersionError,
+    CacheOverflowError as CacheOverflowError,
     ClientStateError as ClientStateError,
     ConfigurationError as ConfigurationError,
     ConnectionLostError as ConnectionLostError,
@@ -222,6 +238,12 @@ __all__ = [
     "BadVersionError",
     "Barrier",
     "BoundedExponentialBackoffRetry",
+    "CacheEvent",
+    "CacheEventType",
+    "CacheOverflowError",
+    "CachedNode",
+    "ChildrenCache",
+    "ChildrenStartMode",
     "ClientSettings",
     "ClientStateError",
     "CloseMode",
@@ -259,6 +281,7 @@ __all__ = [
     "NoChildrenForEphemeralsError",
     "NoNodeError",
     "NoWatcherError",
+    "NodeCache",
     "NodeError",
     "NodeExistsError",
     "NotEmptyError",
@@ -299,6 +322,7 @@ __all__ = [
     "Spelling",
     "StateChange",
     "TlsOptions",
+    "TreeCache",
     "UnavailableError",
     "UnsupportedFeatureError",
     "VersionedValue",

@@ -78,6 +78,10 @@ class RecipeUsageError(ZkRecipesError, RuntimeError):
     """A recipe was used the wrong way (the message says how to use it)."""
 
 
+class CacheOverflowError(ZkRecipesError):
+    """A cache reached its ``max_nodes``: it stopped rather than grow without bound."""
+
+
 class UnsupportedFeatureError(ZkRecipesError):
     """The connected ZooKeeper server does not support the requested feature."""
 

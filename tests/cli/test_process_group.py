@@ -111,7 +111,8 @@ def test_kill_9_of_the_supervisor_takes_its_command_and_its_children_with_it(
     first = CliRun([kind, "job", "--", *_forking("A", tmp_path)], cli_env)
     cli_runs.append(first)
     group = _group_of("A", tmp_path)
-    assert len(live_in_group(group)) == 3  # sh, and its two sleeps
+    # sh, and its two sleeps (the second may still be forking when the file appears)
+    wait_until(lambda: len(live_in_group(group)) == 3, "sh and its two sleeps", timeout=10)
     second = CliRun([kind, "job", "--", *_look("B", "A", tmp_path)], cli_env)
     cli_runs.append(second)
     path = leader_path("job") if kind == "leader" else lock_path("job")

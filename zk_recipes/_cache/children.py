@@ -1,0 +1,108 @@
+"""ChildrenCache: the children of one node, kept equal to the server (Curator's PathChildrenCache).
+
+The engine caches the parent too (its ``pzxid`` says when its children
+changed); the face shows and tells the children only. Start modes as in
+Curator: ``POST_INITIALIZED`` (CREATED per child, then INITIALIZED),
+``NORMAL`` (CREATED per child, no INITIALIZED) and ``BUILD_INITIAL``
+(``start()`` returns once loaded, with no events for the first set). Unlike
+Curator's, it never creates the parent.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Callable, Mapping
+from typing import final
+
+from zk_recipes._cache.engine import CacheEngine, Listener
+from zk_recipes._cache.values import CachedNode, CacheEvent, CacheEventType
+from zk_recipes._client.client import ZkClient
+from zk_recipes._errors import ConnectTimeoutError
+
+
+class ChildrenStartMode(enum.Enum):
+    POST_INITIALIZED = "POST_INITIALIZED"
+    NORMAL = "NORMAL"
+    BUILD_INITIAL = "BUILD_INITIAL"
+
+
+@final
+class ChildrenCache:
+    """The children of ``path``: their data and stats, and an event per change."""
+
+    def __init__(
+        self,
+        client: ZkClient,
+        path: str,
+        *,
+        cache_data: bool = True,
+        mode: ChildrenStartMode = ChildrenStartMode.POST_INITIALIZED,
+    ) -> None:
+        self._engine = CacheEngine(
+            client, path, recursive=True, max_depth=1, cache_data=cache_data, name="ChildrenCache"
+        )
+        self.path = self._engine.root
+        self.mode = ChildrenStartMode(mode)
+        self._loaded = threading.Event()
+
+    def start(self, timeout: float | None = None) -> ChildrenCache:
+        """Start; in ``BUILD_INITIAL`` mode, return once loaded (ConnectTimeoutError after
+        ``timeout``, default the connection timeout)."""
+        self._engine.listen(self._mark_loaded)
+        self._engine.start()
+        if self.mode is ChildrenStartMode.BUILD_INITIAL:
+            wait = (
+                timeout if timeout is not None else self._engine.client.settings.connection_timeout
+            )
+            if not self._engine.initialized.wait(wait):
+                raise ConnectTimeoutError(
+                    f"ChildrenCache on {self.path} did not load within {wait:g} s"
+                )
+        return self
+
+    def _mark_loaded(self, event: CacheEvent) -> None:
+        if event.type is CacheEventType.INITIALIZED:
+            self._loaded.set()
+
+    def close(self) -> None:
+        self._engine.close()
+
+    def __enter__(self) -> ChildrenCache:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        """Events about the children (and INITIALIZED, RESYNCED, CONNECTION) as the mode says."""
+        root = self.path
+        mode = self.mode
+        loaded = self._loaded
+
+        def shown(event: CacheEvent) -> None:
+            if event.path == root:
+                return  # the parent itself
+            if event.type is CacheEventType.INITIALIZED:
+                if mode is ChildrenStartMode.POST_INITIALIZED:
+                    listener(event)
+                return
+            if mode is ChildrenStartMode.BUILD_INITIAL and not loaded.is_set():
+                return  # the first set, which start() waited for
+            listener(event)
+
+        return self._engine.listen(shown)
+
+    def wait_initialized(self, timeout: float | None = None) -> bool:
+        return self._engine.initialized.wait(timeout)
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        return self._engine.wait_synced(timeout)
+
+    def current(self) -> Mapping[str, CachedNode]:
+        """The cached children by path, sorted by name."""
+        nodes = self._engine.current()
+        return {path: node for path, node in sorted(nodes.items()) if path != self.path}
+
+    def __repr__(self) -> str:
+        return f"<ChildrenCache {self.path}>"

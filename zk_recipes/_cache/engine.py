@@ -1,0 +1,537 @@
+"""The cache engine: one persistent watch, ordered pipelined reads, exact across reconnects.
+
+NodeCache, ChildrenCache and TreeCache are faces of this one engine; they
+choose the watch's mode, the depth and which events reach their listeners.
+
+**One watch.** A persistent recursive watch on the root (a non-recursive one
+for a single node), which needs no node: a root that does not exist yet is
+waited for, and a root deleted and re-created is followed. The client puts
+the watch back on every connection that comes up and then says so
+(``on_established``); the engine then re-synchronises.
+
+**Every change is a read, applied in the order it was sent.** A notification
+only names a path (ZooKeeper 3.8 sends no zxid with it), so the engine reads
+the node and applies what it read. All reads go out from the engine's own
+thread, pipelined (at most ``MAX_IN_FLIGHT`` waiting), and are applied
+strictly in the order they were sent. A session's requests are answered in
+order, so a read sent later saw the server at the same moment or later: the
+cache only moves forward, through states the server held. Per node:
+
+- not cached -> CREATED;
+- cached with another ``czxid`` -> the node was deleted and made again while
+  we looked away: DELETED (with whatever was cached below it), then CREATED;
+- a newer ``mzxid`` -> CHANGED, with what it is now (a value changed and
+  changed back is reported once, as what it ended as); an older one is a
+  stale read and is dropped; an equal one changes nothing (a newer stat, a
+  child added, is kept silently);
+- NoNode -> DELETED, with everything cached below it, deepest first.
+
+**Re-synchronising** (the first load, and after every reconnect or new
+session) walks the tree with the same ordered reads: ``get`` of every node,
+and ``get_children`` only of a node whose ``pzxid`` moved (its children
+changed) or that is new to the cache. So a reconnect costs one read per
+cached node plus one per directory that changed, not Curator's two. What the
+walk did not see, and no event touched meanwhile, is gone: DELETED. Then
+INITIALIZED (the first time) or RESYNCED: the cache equals what the server
+held at the moment of the last read.
+
+**Listeners** run on a dispatcher of the cache's own, never on kazoo's or the
+connection's threads: a slow listener delays this cache's events and no
+other recipe. One that raises is logged and the others are still called.
+
+Size: over the house limit (tests/test_module_sizes.py): one worker and the
+ordered pipeline it runs (events, walks, applying reads) share its in-flight
+queue and its walk; what is stored (store.py), the values and events
+(values.py) and the three faces are modules of their own.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar
+
+from zk_recipes import _paths
+from zk_recipes._cache.store import CacheStore
+from zk_recipes._cache.values import CachedNode, CacheEvent, CacheEventType
+from zk_recipes._client.client import ZkClient
+from zk_recipes._client.persistent import PersistentWatch
+from zk_recipes._client.states import ConnectionState, StateChange
+from zk_recipes._errors import (
+    CacheOverflowError,
+    ClientStateError,
+    ConnectionLostError,
+    NoNodeError,
+    RecipeUsageError,
+    SessionLost,
+    ZkRecipesError,
+    ZkTimeoutError,
+)
+from zk_recipes._threads import SerialExecutor
+from zk_recipes._types import WatchEvent, WatchEventType, ZnodeStat, mark_inline
+
+log = logging.getLogger("zk_recipes.cache")
+
+#: Reads the engine keeps in flight before it waits for the oldest.
+MAX_IN_FLIGHT = 256
+#: A node, or a path that may become one, is looked at by a selector: False skips it
+#: and everything below it.
+Selector = Callable[[str], bool]
+Listener = Callable[[CacheEvent], object]
+T_co = TypeVar("T_co", covariant=True)
+
+
+class _Reply(Protocol[T_co]):
+    """A request in flight (the client's ``Pending``)."""
+
+    def result(self, timeout: float | None = None) -> T_co: ...
+
+
+class _Sink:
+    """The watch's callback: on the connection thread, it only queues the path (mark_inline)."""
+
+    def __init__(self, engine: CacheEngine) -> None:
+        self._engine = engine
+
+    def __call__(self, event: WatchEvent) -> None:
+        if event.path is not None and event.type is not WatchEventType.CHILD:
+            self._engine._queue(("event", event.path))
+
+
+mark_inline(_Sink)
+
+
+@dataclasses.dataclass(slots=True)
+class _Read:
+    """A read in flight: ``get`` of ``path`` (and its children, when ``children`` is set)."""
+
+    path: str
+    #: None for a listing alone (a walk that found the node's children changed).
+    data: _Reply[tuple[bytes, ZnodeStat]] | None
+    #: Part of a walk (a re-synchronisation): descend below the node.
+    walk: int
+    children: _Reply[list[str]] | None = None
+    #: For a listing alone: the node's ``pzxid`` as this walk's read of it saw it.
+    pzxid: int = 0
+
+
+@dataclasses.dataclass(slots=True)
+class _Walk:
+    """A re-synchronisation under way."""
+
+    number: int
+    first: bool
+    seen: set[str] = dataclasses.field(default_factory=set)
+    #: Directories this walk listed, with the ``pzxid`` they had no later than that.
+    listed: dict[str, int] = dataclasses.field(default_factory=dict)
+    outstanding: int = 0
+    failed: bool = False
+
+
+class CacheEngine:
+    """The state and the worker of one cache (the faces hold one and say what to show)."""
+
+    def __init__(
+        self,
+        client: ZkClient,
+        root: str,
+        *,
+        recursive: bool = True,
+        max_depth: int | None = None,
+        selector: Selector | None = None,
+        cache_data: bool = True,
+        max_nodes: int | None = None,
+        name: str = "cache",
+    ) -> None:
+        self.client = client
+        self.root = _paths.validate_path(root, what="the cache's root")
+        self._recursive = recursive
+        self._max_depth = max_depth
+        self._selector = selector
+        self._cache_data = cache_data
+        self._max_nodes = max_nodes
+        self._name = name
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._work: collections.deque[tuple[Any, ...]] = collections.deque()
+        self.store = CacheStore(self.root, name, max_nodes)
+        self._listeners: list[Listener] = []
+        self._dispatch = SerialExecutor(f"zk-recipes {name} {root} listeners")
+        self._watch: PersistentWatch | None = None
+        self._thread: threading.Thread | None = None
+        self._running = False
+        self._closed = False
+        self._walks = 0
+        self._walk: _Walk | None = None
+        self.initialized = threading.Event()
+        #: Set while the cache equals the server as of its last read; cleared on SUSPENDED.
+        self.synced = threading.Event()
+        #: Requests sent (reads and listings), for benchmarks and tests.
+        self.reads = 0
+        self.listings = 0
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self) -> None:
+        with self._lock:
+            if self._running or self._closed:
+                raise RecipeUsageError(
+                    f"{self._name} on {self.root} was started already"
+                    + (" and closed: make a new one" if self._closed else "")
+                )
+            self._running = True
+        self.client.check_usable()
+        self._thread = threading.Thread(
+            target=self._run, name=f"zk-recipes {self._name} {self.root}", daemon=True
+        )
+        self._thread.start()
+        self.client.add_listener(self._on_state)
+        try:
+            self._watch = self.client.add_watch(
+                self.root,
+                _Sink(self),
+                recursive=self._recursive,
+                on_established=lambda watch: self._queue(("resync",)),
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Stop: the watch is removed, the worker ends, listeners hear nothing more. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._running = False
+            self._work.append(("stop",))
+            self._wake.notify_all()
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.remove()
+        self.client.remove_listener(self._on_state)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(10)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event)`` for each event from now on; returns a function that stops it."""
+        if not callable(listener):
+            raise RecipeUsageError(f"a cache listener must be callable, got {listener!r}")
+        with self._lock:
+            self._listeners = [*self._listeners, listener]
+
+        def stop() -> None:
+            with self._lock:
+                self._listeners = [x for x in self._listeners if x is not listener]
+
+        return stop
+
+    # -- the snapshot ------------------------------------------------------
+    # -- the snapshot (store.py) -------------------------------------------
+    def current(self) -> Mapping[str, CachedNode]:
+        """Every cached node by path: a snapshot, consistent, not changed by later events."""
+        return self.store.current()
+
+    def get(self, path: str) -> CachedNode | None:
+        return self.store.get(path)
+
+    def children(self, path: str) -> list[str]:
+        """The names of ``path``'s cached children, sorted (from the index: O(children))."""
+        return self.store.children(path)
+
+    def size(self) -> int:
+        return self.store.size()
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        """Wait until the cache equals the server (INITIALIZED or RESYNCED since the last cut)."""
+        return self.synced.wait(timeout)
+
+    # -- what is in scope --------------------------------------------------
+    def _depth(self, path: str) -> int | None:
+        """How far below the root ``path`` is (0: the root), None if not under it."""
+        root = self.root
+        if path == root:
+            return 0
+        prefix = root if root == "/" else root + "/"
+        if not path.startswith(prefix):
+            return None
+        return path[len(prefix) :].count("/") + 1
+
+    def _in_scope(self, path: str) -> bool:
+        depth = self._depth(path)
+        if depth is None or (self._max_depth is not None and depth > self._max_depth):
+            return False
+        selector = self._selector
+        if selector is None:
+            return True
+        # The node and each ancestor below the root must be selected.
+        candidate = path
+        while True:
+            if not selector(candidate):
+                return False
+            if candidate == self.root:
+                return True
+            candidate = candidate.rsplit("/", 1)[0] or "/"
+
+    # -- the worker --------------------------------------------------------
+    def _queue(self, item: tuple[Any, ...]) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._work.append(item)
+            self._wake.notify()
+
+    def _on_state(self, change: StateChange) -> None:
+        self._queue(("state", change))
+
+    def _run(self) -> None:
+        in_flight: collections.deque[_Read | tuple[Any, ...]] = collections.deque()
+        while True:
+            with self._lock:
+                while not self._work and not in_flight and not self._closed:
+                    self._wake.wait()
+                if self._closed:
+                    return
+                items: list[tuple[Any, ...]] = []
+                while self._work and len(in_flight) + len(items) < MAX_IN_FLIGHT:
+                    items.append(self._work.popleft())
+            try:
+                for item in items:
+                    self._start(item, in_flight)
+                if in_flight:
+                    self._finish(in_flight.popleft(), in_flight)
+            except CacheOverflowError as exc:
+                self._fail(exc)
+                return
+            except Exception:
+                log.exception("%s on %s: the worker failed; the cache stops", self._name, self.root)
+                self._fail(ZkRecipesError(f"{self._name} on {self.root} failed; see the log"))
+                return
+
+    def _start(self, item: tuple[Any, ...], in_flight: collections.deque[Any]) -> None:
+        kind = item[0]
+        if kind == "event":
+            path = item[1]
+            if self._in_scope(path):
+                read = self._read(path, walk=0)
+                if read is not None:
+                    in_flight.append(read)
+        elif kind == "resync":
+            self._walks += 1
+            walk = _Walk(self._walks, first=not self.initialized.is_set())
+            self._walk = walk
+            read = self._read(self.root, walk=walk.number, children=self._recursive)
+            if read is None:
+                walk.failed = True
+            else:
+                walk.outstanding += 1
+                in_flight.append(read)
+        elif kind == "state":
+            in_flight.append(item)  # told in order with the node events around it
+
+    def _read(
+        self, path: str, *, walk: int, children: bool = False, data: bool = True
+    ) -> _Read | None:
+        try:
+            got = None
+            if data:
+                got = self.client.get_async(path)
+                self.reads += 1
+            listing = None
+            if children:
+                listing = self.client.get_children_async(path)
+                self.listings += 1
+        except (ClientStateError, ConnectionLostError, SessionLost, ZkTimeoutError):
+            return None  # the next connection's re-synchronisation reads it
+        return _Read(path, got, walk, listing)
+
+    def _result(self, pending: _Reply[Any]) -> Any:
+        return pending.result(self.client.settings.connection_timeout)
+
+    def _finish(self, item: _Read | tuple[Any, ...], in_flight: collections.deque[Any]) -> None:
+        if isinstance(item, tuple):
+            change: StateChange = item[1]
+            if change.state is ConnectionState.SUSPENDED or change.state.ends_session:
+                self.synced.clear()
+            self._emit([CacheEvent(CacheEventType.CONNECTION, state=change)])
+            return
+        current = self._walk
+        walk = current if item.walk and current and item.walk == current.number else None
+        try:
+            got = self._result(item.data) if item.data is not None else None
+            names = self._result(item.children) if item.children is not None else None
+        except NoNodeError:
+            self._apply_gone(item.path)
+            self._walk_step_done(walk)
+            return
+        except ZkRecipesError as exc:
+            log.debug("%s on %s: reading %s: %s", self._name, self.root, item.path, exc)
+            if walk is not None:
+                walk.failed = True  # the next connection's walk does it again
+            self._walk_step_done(walk)
+            return
+        if got is None:  # a listing alone, in a walk
+            if walk is not None and names is not None:
+                walk.listed[item.path] = item.pzxid
+                self._prune_children(item.path, set(names))
+                self._read_children(item.path, names, walk, in_flight)
+            self._walk_step_done(walk)
+            return
+        data, stat = got
+        before = self._apply(item.path, data, stat)
+        if walk is not None:
+            walk.seen.add(item.path)
+            self._descend(item.path, stat, before, names, walk, in_flight)
+        self._walk_step_done(walk)
+
+    def _walk_step_done(self, walk: _Walk | None) -> None:
+        if walk is None:
+            return
+        walk.outstanding -= 1
+        if walk.outstanding == 0 and self._walk is walk:
+            self._end_walk(walk)
+
+    def _descend(
+        self,
+        path: str,
+        stat: ZnodeStat,
+        before: CachedNode | None,
+        names: list[str] | None,
+        walk: _Walk,
+        in_flight: collections.deque[Any],
+    ) -> None:
+        """During a walk: read the children of ``path``, listing them only when they changed."""
+        if not self._recursive:
+            return
+        depth = self._depth(path)
+        if self._max_depth is not None and depth is not None and depth >= self._max_depth:
+            return
+        if names is None:
+            # The children cached are complete only as of the last walk that listed
+            # them: an event read lost in a cut leaves a gap that no pzxid shows.
+            known = self.store.listed_at(path) == stat.pzxid
+            if not known:
+                if stat.num_children > 0:
+                    self._walk_read(
+                        path, walk, in_flight, data=False, children=True, pzxid=stat.pzxid
+                    )
+                else:
+                    walk.listed[path] = stat.pzxid
+                    self._prune_children(path, set())
+                return
+            names = self.store.children(path)
+        else:
+            walk.listed[path] = stat.pzxid
+            self._prune_children(path, set(names))
+        self._read_children(path, names, walk, in_flight)
+
+    def _read_children(
+        self, path: str, names: list[str], walk: _Walk, in_flight: collections.deque[Any]
+    ) -> None:
+        base = path if path == "/" else path + "/"
+        for name in names:
+            child = base + name
+            if self._in_scope(child):
+                self._walk_read(child, walk, in_flight)
+
+    def _walk_read(
+        self,
+        path: str,
+        walk: _Walk,
+        in_flight: collections.deque[Any],
+        *,
+        data: bool = True,
+        children: bool = False,
+        pzxid: int = 0,
+    ) -> None:
+        read = self._read(path, walk=walk.number, children=children, data=data)
+        if read is not None:
+            read.pzxid = pzxid
+        if read is None:
+            walk.failed = True
+            return
+        walk.outstanding += 1
+        in_flight.append(read)
+
+    def _end_walk(self, walk: _Walk) -> None:
+        self._walk = None
+        if walk.failed:
+            return  # the connection went: the next one walks again
+        gone = [p for p in self.store.paths() if p not in walk.seen]
+        self.store.note_listed(walk.listed)
+        events: list[CacheEvent] = []
+        for path in sorted(gone, key=lambda p: -p.count("/")):
+            events.extend(self.store.remove(path))
+        kind = CacheEventType.INITIALIZED if walk.first else CacheEventType.RESYNCED
+        events.append(CacheEvent(kind))
+        self._emit(events)
+        self.initialized.set()
+        self.synced.set()
+
+    # -- applying what was read ---------------------------------------------
+    def _apply(self, path: str, data: bytes, stat: ZnodeStat) -> CachedNode | None:
+        """Apply one read of ``path``; returns the node cached before it."""
+        old = self.store.get(path)
+        if self._walk is not None:
+            self._walk.seen.add(path)  # touched while a walk runs: not "unseen"
+        node = CachedNode(path, data if self._cache_data else None, stat)
+        if old is None:
+            self.store.put(node)
+            self._emit([CacheEvent(CacheEventType.CREATED, node=node)])
+        elif old.stat.czxid != stat.czxid:
+            events = self.store.remove(path)
+            self.store.put(node)
+            events.append(CacheEvent(CacheEventType.CREATED, node=node))
+            self._emit(events)
+        elif stat.mzxid > old.stat.mzxid:
+            self.store.put(node)
+            self._emit([CacheEvent(CacheEventType.CHANGED, node=node, old=old)])
+        elif stat.mzxid == old.stat.mzxid and stat.pzxid > old.stat.pzxid:
+            self.store.put(dataclasses.replace(old, stat=stat))  # children moved: no event
+        return old
+
+    def _apply_gone(self, path: str) -> None:
+        if self._walk is not None:
+            self._walk.seen.add(path)
+        self._emit(self.store.remove(path))
+
+    def _prune_children(self, path: str, listed: set[str]) -> None:
+        """A listing of ``path``: cached children it no longer has are gone."""
+        cached = set(self.store.children(path))
+        base = path if path == "/" else path + "/"
+        events: list[CacheEvent] = []
+        for name in sorted(cached - listed):
+            events.extend(self.store.remove(base + name))
+        self._emit(events)
+
+    # -- telling -----------------------------------------------------------
+    def _emit(self, events: list[CacheEvent]) -> None:
+        if not events:
+            return
+        listeners = self._listeners
+        if not listeners:
+            return
+
+        def tell() -> None:
+            for event in events:
+                for listener in listeners:
+                    try:
+                        listener(event)
+                    except Exception:
+                        log.exception(
+                            "%s on %s: a listener raised on %s", self._name, self.root, event.type
+                        )
+
+        self._dispatch.submit(tell)
+
+    def _fail(self, failure: ZkRecipesError) -> None:
+        self.store.failure = failure
+        log.error("%s", failure)
+        self.close()

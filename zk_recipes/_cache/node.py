@@ -1,0 +1,56 @@
+"""NodeCache: one node, kept equal to the server (Curator's NodeCache, CuratorCache SINGLE_NODE).
+
+One persistent (not recursive) watch on the node, which need not exist and
+is never created (Curator's NodeCache creates its parents). Events are
+CREATED, CHANGED and DELETED of the node, INITIALIZED, RESYNCED and the
+connection's states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import final
+
+from zk_recipes._cache.engine import CacheEngine, Listener
+from zk_recipes._cache.values import CachedNode
+from zk_recipes._client.client import ZkClient
+
+
+@final
+class NodeCache:
+    """The node at ``path``: ``current()`` is its value, or None while it does not exist."""
+
+    def __init__(self, client: ZkClient, path: str, *, cache_data: bool = True) -> None:
+        self._engine = CacheEngine(
+            client, path, recursive=False, max_depth=0, cache_data=cache_data, name="NodeCache"
+        )
+        self.path = self._engine.root
+
+    def start(self) -> NodeCache:
+        self._engine.start()
+        return self
+
+    def close(self) -> None:
+        self._engine.close()
+
+    def __enter__(self) -> NodeCache:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        return self._engine.listen(listener)
+
+    def wait_initialized(self, timeout: float | None = None) -> bool:
+        return self._engine.initialized.wait(timeout)
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        return self._engine.wait_synced(timeout)
+
+    def current(self) -> CachedNode | None:
+        return self._engine.get(self.path)
+
+    def __repr__(self) -> str:
+        node = self._engine.get(self.path) if not self._engine.closed else None
+        return f"<NodeCache {self.path} {'absent' if node is None else f'v{node.stat.version}'}>"

@@ -1,0 +1,116 @@
+"""What a cache holds: nodes by path, an index of each node's children, and what was listed.
+
+Thread-safe: the engine's worker writes, any thread reads. ``children(path)``
+reads the parent -> children index (O(children), not a scan of every node,
+which is all Curator's CuratorCache storage can do).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+
+from zk_recipes._cache.values import CachedNode, CacheEvent, CacheEventType
+from zk_recipes._errors import CacheOverflowError, ZkRecipesError
+
+
+def parent_of(path: str) -> tuple[str, str]:
+    """(parent, name) of a path that is not ``/``."""
+    parent, name = path.rsplit("/", 1)
+    return parent or "/", name
+
+
+class CacheStore:
+    """The nodes of one cache and its children index; ``failure`` once the cache stopped."""
+
+    def __init__(self, root: str, what: str, max_nodes: int | None) -> None:
+        self._root = root
+        self._what = what
+        self._max_nodes = max_nodes
+        self._lock = threading.Lock()
+        self._nodes: dict[str, CachedNode] = {}
+        self._children: dict[str, set[str]] = {}
+        #: Directory -> its ``pzxid`` when a completed walk last listed it.
+        self._listed: dict[str, int] = {}
+        self.failure: ZkRecipesError | None = None
+
+    # -- reads (any thread) ------------------------------------------------
+    def _check(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+
+    def current(self) -> Mapping[str, CachedNode]:
+        with self._lock:
+            self._check()
+            return MappingProxyType(dict(self._nodes))
+
+    def get(self, path: str) -> CachedNode | None:
+        with self._lock:
+            self._check()
+            return self._nodes.get(path)
+
+    def children(self, path: str) -> list[str]:
+        with self._lock:
+            self._check()
+            return sorted(self._children.get(path, ()))
+
+    def size(self) -> int:
+        with self._lock:
+            return len(self._nodes)
+
+    def paths(self) -> list[str]:
+        with self._lock:
+            return list(self._nodes)
+
+    def listed_at(self, path: str) -> int | None:
+        with self._lock:
+            return self._listed.get(path)
+
+    # -- writes (the engine's worker) -----------------------------------------
+    def note_listed(self, listed: Mapping[str, int]) -> None:
+        with self._lock:
+            self._listed.update(listed)
+
+    def put(self, node: CachedNode) -> None:
+        """Store ``node``; CacheOverflowError past ``max_nodes``."""
+        with self._lock:
+            if node.path not in self._nodes:
+                if self._max_nodes is not None and len(self._nodes) >= self._max_nodes:
+                    raise CacheOverflowError(
+                        f"{self._what} on {self._root} holds max_nodes={self._max_nodes} nodes "
+                        f"and {node.path} would be one more: it stopped. Raise max_nodes, or "
+                        "cache a smaller part of the tree (max_depth=, selector=)"
+                    )
+                if node.path != self._root:
+                    parent, name = parent_of(node.path)
+                    self._children.setdefault(parent, set()).add(name)
+            self._nodes[node.path] = node
+
+    def remove(self, path: str) -> list[CacheEvent]:
+        """Forget ``path`` and everything cached below it: DELETED events, deepest first."""
+        events: list[CacheEvent] = []
+        with self._lock:
+            doomed = list(self._subtree(path))
+            for gone in reversed(doomed):
+                old = self._nodes.pop(gone, None)
+                self._children.pop(gone, None)
+                self._listed.pop(gone, None)
+                if gone != self._root:
+                    parent, name = parent_of(gone)
+                    siblings = self._children.get(parent)
+                    if siblings is not None:
+                        siblings.discard(name)
+                        if not siblings:
+                            del self._children[parent]
+                if old is not None:
+                    events.append(CacheEvent(CacheEventType.DELETED, old=old))
+        return events
+
+    def _subtree(self, path: str) -> Iterator[str]:
+        """``path``, then every cached path below it, parents before children (under _lock)."""
+        if path in self._nodes or path in self._children:
+            yield path
+        base = path if path == "/" else path + "/"
+        for name in sorted(self._children.get(path, ())):
+            yield from self._subtree(base + name)
