@@ -61,6 +61,9 @@
  *   versioned NAME                   -> OK <value> <version>   (sharedcount, cached)
  *   add NAME DELTA                   -> OK <succeeded> <pre> <post>   (atomiclong)
  *   cas NAME EXPECTED NEW            -> OK <succeeded> <pre> <post>   (atomiclong)
+ * Caches:
+ *   cache NAME PATH                  CuratorCache (recursive), started (EVENT NAME initialized)
+ *   cachedump NAME                   -> OK <path>=<hex data>:<mzxid hex> ... sorted by path
  * Any handle:
  *   close NAME [SILENT|NOTIFY_LEADER] -> OK: releases what a lock holds, closes the recipe,
  *                                       forgets the handle (the close mode is for latches)
@@ -104,6 +107,9 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.cache.ChildData;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
@@ -625,6 +631,31 @@ public final class CuratorPeer {
         }
     }
 
+    static final class CacheHandle extends Handle {
+        final CuratorCache cache;
+
+        CacheHandle(String name, String path) {
+            super(name);
+            cache = CuratorCache.build(client, path);
+            cache.listenable().addListener(
+                    CuratorCacheListener.builder().forInitialized(() -> event(name, "initialized")).build());
+            cache.start();
+        }
+
+        String dump() {
+            List<String> parts = new ArrayList<>();
+            cache.stream()
+                    .sorted(Comparator.comparing(ChildData::getPath))
+                    .forEach(d -> parts.add(d.getPath() + "=" + hex(d.getData() == null ? new byte[0] : d.getData())
+                            + ":" + Long.toHexString(d.getStat().getMzxid())));
+            return String.join(" ", parts);
+        }
+
+        void close(String mode) {
+            cache.close();
+        }
+    }
+
     static final class AtomicHandle extends Handle {
         final DistributedAtomicLong value;
 
@@ -944,6 +975,16 @@ public final class CuratorPeer {
                 String name = newName(a[1]);
                 handles.put(name, new AtomicHandle(name, a[2]));
                 return "OK";
+            }
+            case "cache": {
+                need(a, 3, 3, "cache NAME PATH");
+                String name = newName(a[1]);
+                handles.put(name, new CacheHandle(name, a[2]));
+                return "OK";
+            }
+            case "cachedump": {
+                need(a, 2, 2, "cachedump NAME");
+                return ok(handle(a[1], CacheHandle.class, "a cache").dump());
             }
             case "cycles":
                 return cycles(a);
