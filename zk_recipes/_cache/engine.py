@@ -35,9 +35,10 @@ walk did not see, and no event touched meanwhile, is gone: DELETED. Then
 INITIALIZED (the first time) or RESYNCED: the cache equals what the server
 held at the moment of the last read.
 
-**Listeners** run on a dispatcher of the cache's own, never on kazoo's or the
-connection's threads: a slow listener delays this cache's events and no
-other recipe. One that raises is logged and the others are still called.
+**Listeners** run on the cache's own worker thread, in order, never on
+kazoo's or the connection's threads: a slow listener delays this cache's
+events and no other recipe. One that raises is logged and the others are
+still called.
 
 Size: over the house limit (tests/test_module_sizes.py): one worker and the
 ordered pipeline it runs (events, walks, applying reads) share its in-flight
@@ -70,7 +71,6 @@ from zk_recipes._errors import (
     ZkRecipesError,
     ZkTimeoutError,
 )
-from zk_recipes._threads import SerialExecutor
 from zk_recipes._types import WatchEvent, WatchEventType, ZnodeStat, mark_inline
 
 log = logging.getLogger("zk_recipes.cache")
@@ -159,7 +159,6 @@ class CacheEngine:
         self._work: collections.deque[tuple[Any, ...]] = collections.deque()
         self.store = CacheStore(self.root, name, max_nodes)
         self._listeners: list[Listener] = []
-        self._dispatch = SerialExecutor(f"zk-recipes {name} {root} listeners")
         self._watch: PersistentWatch | None = None
         self._thread: threading.Thread | None = None
         self._running = False
@@ -513,23 +512,21 @@ class CacheEngine:
 
     # -- telling -----------------------------------------------------------
     def _emit(self, events: list[CacheEvent]) -> None:
-        if not events:
-            return
+        """Tell the listeners, on the engine's own thread, in order.
+
+        The thread is this cache's: a slow listener holds up this cache's
+        events (and its reads, which wait to be applied) and nothing else. A
+        hop to yet another thread would cost every event a wake-up.
+        """
         listeners = self._listeners
-        if not listeners:
-            return
-
-        def tell() -> None:
-            for event in events:
-                for listener in listeners:
-                    try:
-                        listener(event)
-                    except Exception:
-                        log.exception(
-                            "%s on %s: a listener raised on %s", self._name, self.root, event.type
-                        )
-
-        self._dispatch.submit(tell)
+        for event in events:
+            for listener in listeners:
+                try:
+                    listener(event)
+                except Exception:
+                    log.exception(
+                        "%s on %s: a listener raised on %s", self._name, self.root, event.type
+                    )
 
     def _fail(self, failure: ZkRecipesError) -> None:
         self.store.failure = failure
