@@ -165,6 +165,10 @@ class CacheEngine:
         self._closed = False
         self._walks = 0
         self._walk: _Walk | None = None
+        #: A walk's reads waiting to be sent: (path, walk, data, children, pzxid). Sent as
+        #: the in-flight ones are applied, so no more than MAX_IN_FLIGHT wait at once (a
+        #: server throttles a connection with too many requests outstanding).
+        self._todo: collections.deque[tuple[str, int, bool, bool, int]] = collections.deque()
         self.initialized = threading.Event()
         #: Set while the cache equals the server as of its last read; cleared on SUSPENDED.
         self.synced = threading.Event()
@@ -294,7 +298,7 @@ class CacheEngine:
         in_flight: collections.deque[_Read | tuple[Any, ...]] = collections.deque()
         while True:
             with self._lock:
-                while not self._work and not in_flight and not self._closed:
+                while not self._work and not in_flight and not self._todo and not self._closed:
                     self._wake.wait()
                 if self._closed:
                     return
@@ -304,6 +308,7 @@ class CacheEngine:
             try:
                 for item in items:
                     self._start(item, in_flight)
+                self._send_todo(in_flight)
                 if in_flight:
                     self._finish(in_flight.popleft(), in_flight)
             except CacheOverflowError as exc:
@@ -450,14 +455,23 @@ class CacheEngine:
         children: bool = False,
         pzxid: int = 0,
     ) -> None:
-        read = self._read(path, walk=walk.number, children=children, data=data)
-        if read is not None:
-            read.pzxid = pzxid
-        if read is None:
-            walk.failed = True
-            return
+        """Queue a read for ``walk``; ``_send_todo`` sends it when there is room."""
         walk.outstanding += 1
-        in_flight.append(read)
+        self._todo.append((path, walk.number, data, children, pzxid))
+
+    def _send_todo(self, in_flight: collections.deque[Any]) -> None:
+        walk = self._walk
+        while self._todo and len(in_flight) < MAX_IN_FLIGHT:
+            path, number, data, children, pzxid = self._todo.popleft()
+            if walk is None or number != walk.number:
+                continue  # a walk given up for a newer one
+            read = self._read(path, walk=number, children=children, data=data)
+            if read is None:
+                walk.failed = True
+                self._walk_step_done(walk)
+                continue
+            read.pzxid = pzxid
+            in_flight.append(read)
 
     def _end_walk(self, walk: _Walk) -> None:
         self._walk = None
