@@ -72,10 +72,10 @@ def test_after_random_operations_cuts_and_expiries_the_cache_equals_the_server(
         ZkClient(zk_server.connect_string, namespace=zk_namespace) as writer,
         ZkClient(proxied.connect_string, namespace=zk_namespace, session_timeout=4.0) as watcher,
     ):
-        _run(operations, root, writer, watcher, proxied, zk_server)
+        run_operations(operations, root, writer, watcher, proxied, zk_server)
 
 
-def _run(
+def run_operations(
     operations: list[tuple[str, str, bytes]],
     root: str,
     writer: ZkClient,

@@ -68,12 +68,16 @@ from zk_recipes._errors import (
     NoNodeError,
     RecipeUsageError,
     SessionLost,
+    UnsupportedFeatureError,
     ZkRecipesError,
     ZkTimeoutError,
 )
 from zk_recipes._types import WatchEvent, WatchEventType, ZnodeStat, mark_inline
 
 log = logging.getLogger("zk_recipes.cache")
+
+#: Whether this process said once that a server has no persistent watches.
+_FELL_BACK = False
 
 #: Reads the engine keeps in flight before it waits for the oldest.
 MAX_IN_FLIGHT = 256
@@ -97,8 +101,14 @@ class _Sink:
         self._engine = engine
 
     def __call__(self, event: WatchEvent) -> None:
-        if event.path is not None and event.type is not WatchEventType.CHILD:
-            self._engine._queue(("event", event.path))
+        path = event.path
+        if path is None or event.type is WatchEventType.NONE:
+            return  # a one-shot watch dropped with the connection: the next walk re-arms it
+        if event.type is WatchEventType.CHILD:
+            if self._engine.one_shot:  # a persistent watch's CHILD says nothing new
+                self._engine._queue(("list", path))
+            return
+        self._engine._queue(("event", path))
 
 
 mark_inline(_Sink)
@@ -169,6 +179,9 @@ class CacheEngine:
         #: the in-flight ones are applied, so no more than MAX_IN_FLIGHT wait at once (a
         #: server throttles a connection with too many requests outstanding).
         self._todo: collections.deque[tuple[str, int, bool, bool, int]] = collections.deque()
+        self._sink = _Sink(self)
+        #: True on a server without persistent watches: one-shot watches on every node.
+        self.one_shot = False
         self.initialized = threading.Event()
         #: Set while the cache equals the server as of its last read; cleared on SUSPENDED.
         self.synced = threading.Event()
@@ -194,13 +207,30 @@ class CacheEngine:
         try:
             self._watch = self.client.add_watch(
                 self.root,
-                _Sink(self),
+                self._sink,
                 recursive=self._recursive,
                 on_established=lambda watch: self._queue(("resync",)),
             )
+        except UnsupportedFeatureError as exc:
+            self._fall_back(exc)
         except BaseException:
             self.close()
             raise
+
+    def _fall_back(self, why: UnsupportedFeatureError) -> None:
+        """No persistent watches on this server: one-shot watches on every node, same events."""
+        global _FELL_BACK
+        self.one_shot = True
+        if not _FELL_BACK:
+            _FELL_BACK = True
+            log.warning(
+                "%s on %s: the server has no persistent watches (%s); caches use one-shot "
+                "watches instead (two per node, and every node re-read after a reconnect)",
+                self._name,
+                self.root,
+                why,
+            )
+        self._queue(("resync",))
 
     def close(self) -> None:
         """Stop: the watch is removed, the worker ends, listeners hear nothing more. Idempotent."""
@@ -293,6 +323,11 @@ class CacheEngine:
 
     def _on_state(self, change: StateChange) -> None:
         self._queue(("state", change))
+        if self.one_shot and change.state in (
+            ConnectionState.CONNECTED,
+            ConnectionState.RECONNECTED,
+        ):
+            self._queue(("resync",))  # kazoo dropped every one-shot watch with the connection
 
     def _run(self) -> None:
         in_flight: collections.deque[_Read | tuple[Any, ...]] = collections.deque()
@@ -324,7 +359,9 @@ class CacheEngine:
         if kind == "event":
             path = item[1]
             if self._in_scope(path):
-                read = self._read(path, walk=0)
+                # One-shot mode: a node new to the cache needs its child watch too.
+                listing = self.one_shot and self.store.get(path) is None and self._descends(path)
+                read = self._read(path, walk=0, children=listing)
                 if read is not None:
                     in_flight.append(read)
         elif kind == "resync":
@@ -337,20 +374,27 @@ class CacheEngine:
             else:
                 walk.outstanding += 1
                 in_flight.append(read)
+        elif kind == "list":
+            path = item[1]
+            if self._in_scope(path) and self._descends(path):
+                read = self._read(path, walk=0, data=False, children=True)
+                if read is not None:
+                    in_flight.append(read)
         elif kind == "state":
             in_flight.append(item)  # told in order with the node events around it
 
     def _read(
         self, path: str, *, walk: int, children: bool = False, data: bool = True
     ) -> _Read | None:
+        watch = self._sink if self.one_shot else None
         try:
             got = None
             if data:
-                got = self.client.get_async(path)
+                got = self.client.get_async(path, watch=watch)
                 self.reads += 1
             listing = None
             if children:
-                listing = self.client.get_children_async(path)
+                listing = self.client.get_children_async(path, watch=watch)
                 self.listings += 1
         except (ClientStateError, ConnectionLostError, SessionLost, ZkTimeoutError):
             return None  # the next connection's re-synchronisation reads it
@@ -373,6 +417,8 @@ class CacheEngine:
             names = self._result(item.children) if item.children is not None else None
         except NoNodeError:
             self._apply_gone(item.path)
+            if self.one_shot and item.path == self.root:
+                self._await_root()
             self._walk_step_done(walk)
             return
         except ZkRecipesError as exc:
@@ -381,11 +427,13 @@ class CacheEngine:
                 walk.failed = True  # the next connection's walk does it again
             self._walk_step_done(walk)
             return
-        if got is None:  # a listing alone, in a walk
+        if got is None:  # a listing alone: in a walk, or a one-shot CHILD event
             if walk is not None and names is not None:
                 walk.listed[item.path] = item.pzxid
                 self._prune_children(item.path, set(names))
                 self._read_children(item.path, names, walk, in_flight)
+            elif names is not None:
+                self._new_children(item.path, names, in_flight)
             self._walk_step_done(walk)
             return
         data, stat = got
@@ -393,7 +441,38 @@ class CacheEngine:
         if walk is not None:
             walk.seen.add(item.path)
             self._descend(item.path, stat, before, names, walk, in_flight)
+        elif names is not None:
+            self._new_children(item.path, names, in_flight)
         self._walk_step_done(walk)
+
+    def _new_children(self, path: str, names: list[str], in_flight: collections.deque[Any]) -> None:
+        """One-shot mode, outside a walk: a listing of ``path``; read the children it adds."""
+        self._prune_children(path, set(names))
+        base = path if path == "/" else path + "/"
+        for name in names:
+            child = base + name
+            if self.store.get(child) is None and self._in_scope(child):
+                read = self._read(child, walk=0, children=self._descends(child))
+                if read is not None:
+                    in_flight.append(read)
+
+    def _await_root(self) -> None:
+        """One-shot mode: the root does not exist; an exists watch tells when it comes."""
+        try:
+            made = self.client.exists_async(self.root, watch=self._sink).result(
+                self.client.settings.connection_timeout
+            )
+        except ZkRecipesError:
+            return  # the next connection's walk tries again
+        if made is not None:
+            self._queue(("event", self.root))
+
+    def _descends(self, path: str) -> bool:
+        """Whether the cache holds children of ``path`` (recursive, above max_depth)."""
+        if not self._recursive:
+            return False
+        depth = self._depth(path)
+        return self._max_depth is None or depth is None or depth < self._max_depth
 
     def _walk_step_done(self, walk: _Walk | None) -> None:
         if walk is None:
@@ -412,10 +491,7 @@ class CacheEngine:
         in_flight: collections.deque[Any],
     ) -> None:
         """During a walk: read the children of ``path``, listing them only when they changed."""
-        if not self._recursive:
-            return
-        depth = self._depth(path)
-        if self._max_depth is not None and depth is not None and depth >= self._max_depth:
+        if not self._descends(path):
             return
         if names is None:
             # The children cached are complete only as of the last walk that listed
@@ -443,7 +519,9 @@ class CacheEngine:
         for name in names:
             child = base + name
             if self._in_scope(child):
-                self._walk_read(child, walk, in_flight)
+                # One-shot mode lists every node, with a watch, in the same round trip.
+                listing = self.one_shot and self._descends(child)
+                self._walk_read(child, walk, in_flight, children=listing)
 
     def _walk_read(
         self,

@@ -77,6 +77,8 @@ class PersistentWatch:
         self.establishments = 0
         #: The client's state seq when it was last sent to the server.
         self._seq = -1
+        #: Set once the first addWatch was answered (taken or refused), or the watch removed.
+        self._settled = threading.Event()
         self._removed = False
 
     @property
@@ -134,6 +136,8 @@ class PersistentWatches:
         except (ConnectionLostError, ZkTimeoutError, SessionLost):
             # Kept: the next connection that comes up puts it on the server.
             log.debug("persistent watch on %s: not on the server yet", path, exc_info=True)
+        finally:
+            watch._settled.set()
         return watch
 
     def remove(self, watch: PersistentWatch) -> None:
@@ -153,15 +157,24 @@ class PersistentWatches:
             log.debug("removing the persistent watch on %s: %s", watch.path, exc)
 
     def on_path(self, server_path: str) -> bool:
-        """Whether a watch of ours is on exactly ``server_path`` (of either mode)."""
+        """Whether a watch of ours is on exactly ``server_path`` (of either mode).
+
+        A watch whose first ``addWatch`` is still unanswered is waited for
+        (up to the connection timeout): a server that refuses it (no persistent
+        watches) leaves the path free for one-shot watches.
+        """
         with self._lock:
-            return any(w._server_path == server_path for w in self._watches)
+            found = [w for w in self._watches if w._server_path == server_path]
+        for watch in found:
+            watch._settled.wait(self._client.settings.connection_timeout)
+        return any(not w._removed for w in found)
 
     def _forget(self, watch: PersistentWatch) -> tuple[KazooConnection, Fire] | None:
         with self._lock:
             if watch._removed:
                 return None
             watch._removed = True
+            watch._settled.set()
             self._watches = [w for w in self._watches if w is not watch]
             routed, watch._routed = watch._routed, None
         return routed
