@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
+from tests.cache.test_tree_cache import _cached, _server_tree
 from zk_recipes import NodeExistsError, NoNodeError, NotEmptyError, TreeCache, ZkClient
 from zk_recipes.testing import TcpProxy, ZooKeeperServer, expire_session
 
@@ -28,23 +29,6 @@ OPERATIONS = st.lists(
     max_size=25,
 )
 _runs = itertools.count()
-
-
-def _server_tree(client: ZkClient, root: str) -> dict[str, tuple[bytes, int]]:
-    found: dict[str, tuple[bytes, int]] = {}
-
-    def visit(path: str) -> None:
-        try:
-            data, stat = client.get(path)
-            names = client.get_children(path)
-        except NoNodeError:
-            return
-        found[path] = (data, stat.mzxid)
-        for name in names:
-            visit(f"{path}/{name}")
-
-    visit(root)
-    return found
 
 
 @pytest.fixture
@@ -104,11 +88,8 @@ def run_operations(
             except (NoNodeError, NodeExistsError, NotEmptyError):
                 pass
 
-        def cached() -> dict[str, tuple[bytes | None, int]]:
-            return {path: (node.data, node.stat.mzxid) for path, node in cache.current().items()}
-
         deadline = time.monotonic() + 30
-        while cached() != (server := _server_tree(writer, root)):
-            assert time.monotonic() < deadline, f"cache {cached()} != server {server}"
+        while _cached(cache) != (server := _server_tree(writer, root)):
+            assert time.monotonic() < deadline, f"cache {_cached(cache)} != server {server}"
             time.sleep(0.05)
         assert cache.wait_synced(30)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import final
 
 from zk_recipes._cache.engine import CacheEngine, Listener
+from zk_recipes._cache.face import CacheFace
 from zk_recipes._cache.values import CachedNode, CacheEvent, CacheEventType
 from zk_recipes._client.client import ZkClient
 from zk_recipes._errors import ConnectTimeoutError
@@ -28,7 +29,7 @@ class ChildrenStartMode(enum.Enum):
 
 
 @final
-class ChildrenCache:
+class ChildrenCache(CacheFace):
     """The children of ``path``: their data and stats, and an event per change."""
 
     def __init__(
@@ -65,15 +66,6 @@ class ChildrenCache:
         if event.type is CacheEventType.INITIALIZED:
             self._loaded.set()
 
-    def close(self) -> None:
-        self._engine.close()
-
-    def __enter__(self) -> ChildrenCache:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     def listen(self, listener: Listener) -> Callable[[], None]:
         """Events about the children (and INITIALIZED, RESYNCED, CONNECTION) as the mode says."""
         root = self.path
@@ -92,12 +84,6 @@ class ChildrenCache:
             listener(event)
 
         return self._engine.listen(shown)
-
-    def wait_initialized(self, timeout: float | None = None) -> bool:
-        return self._engine.initialized.wait(timeout)
-
-    def wait_synced(self, timeout: float | None = None) -> bool:
-        return self._engine.wait_synced(timeout)
 
     def current(self) -> Mapping[str, CachedNode]:
         """The cached children by path, sorted by name."""

@@ -8,16 +8,16 @@ connection's states.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import final
 
-from zk_recipes._cache.engine import CacheEngine, Listener
+from zk_recipes._cache.engine import CacheEngine
+from zk_recipes._cache.face import CacheFace
 from zk_recipes._cache.values import CachedNode
 from zk_recipes._client.client import ZkClient
 
 
 @final
-class NodeCache:
+class NodeCache(CacheFace):
     """The node at ``path``: ``current()`` is its value, or None while it does not exist."""
 
     def __init__(self, client: ZkClient, path: str, *, cache_data: bool = True) -> None:
@@ -25,28 +25,6 @@ class NodeCache:
             client, path, recursive=False, max_depth=0, cache_data=cache_data, name="NodeCache"
         )
         self.path = self._engine.root
-
-    def start(self) -> NodeCache:
-        self._engine.start()
-        return self
-
-    def close(self) -> None:
-        self._engine.close()
-
-    def __enter__(self) -> NodeCache:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def listen(self, listener: Listener) -> Callable[[], None]:
-        return self._engine.listen(listener)
-
-    def wait_initialized(self, timeout: float | None = None) -> bool:
-        return self._engine.initialized.wait(timeout)
-
-    def wait_synced(self, timeout: float | None = None) -> bool:
-        return self._engine.wait_synced(timeout)
 
     def current(self) -> CachedNode | None:
         return self._engine.get(self.path)

@@ -8,17 +8,18 @@ reconnect costs. The root need not exist: it is waited for, never created.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import final
 
-from zk_recipes._cache.engine import CacheEngine, Listener, Selector
+from zk_recipes._cache.engine import CacheEngine, Selector
+from zk_recipes._cache.face import CacheFace
 from zk_recipes._cache.values import CachedNode
 from zk_recipes._client.client import ZkClient
 from zk_recipes._errors import ConfigurationError
 
 
 @final
-class TreeCache:
+class TreeCache(CacheFace):
     """Every node under ``path`` (``path`` included), its data and stat, and an event per change.
 
     ``max_depth``: how deep below ``path`` to cache (0: ``path`` alone; None:
@@ -54,33 +55,6 @@ class TreeCache:
             name="TreeCache",
         )
         self.path = self._engine.root
-
-    def start(self) -> TreeCache:
-        """Start loading in the background (INITIALIZED when done); returns the cache."""
-        self._engine.start()
-        return self
-
-    def close(self) -> None:
-        """Stop watching; idempotent. Listeners hear nothing more."""
-        self._engine.close()
-
-    def __enter__(self) -> TreeCache:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def listen(self, listener: Listener) -> Callable[[], None]:
-        """Call ``listener(CacheEvent)`` for every event from now on; returns its remover."""
-        return self._engine.listen(listener)
-
-    def wait_initialized(self, timeout: float | None = None) -> bool:
-        """Wait for the first load to end (True), or ``timeout`` (False)."""
-        return self._engine.initialized.wait(timeout)
-
-    def wait_synced(self, timeout: float | None = None) -> bool:
-        """Wait until the cache equals the server again (after a cut: RESYNCED)."""
-        return self._engine.wait_synced(timeout)
 
     def current(self) -> Mapping[str, CachedNode]:
         """Every cached node by path: a consistent snapshot."""
