@@ -15,6 +15,10 @@ runs on the same server, in rotating order, ``--runs`` times (3 by default).
   update-to-event latency (the ``set`` call to the listener's event), p50
   and p99, and server requests per change beyond the write itself. Single
   node: our NodeCache against kazoo's DataWatch.
+- **churn**: the same tree; a writer creates a new leaf, waits for the cache's
+  event, deletes it, waits again; server requests per create-and-delete pair
+  beyond the two writes (kazoo's TreeCache re-lists the parent and reads and
+  watches the new node; ours reads the new node once and the deleted one once).
 - **reconnect**: a loaded cache of N nodes is cut off (a proxy drops its
   traffic), 10 nodes change meanwhile, the proxy heals; server requests from
   then until the cache is equal to the server again (ours: RESYNCED; kazoo's:
@@ -53,7 +57,7 @@ from kazoo.client import KazooClient
 import zk_recipes
 from zk_recipes import CacheEventType, NodeCache, TreeCache, ZkClient
 
-SECTIONS = ("load", "latency", "reconnect")
+SECTIONS = ("load", "latency", "churn", "reconnect")
 IMPLS = ("ours", "kazoo")
 #: As in the locks benchmark: ZooKeeper's real standalone mode, no container reaping.
 SERVER_OPTIONS: dict[str, Any] = {"standalone_mode": True, "container_check_interval": 60.0}
@@ -325,6 +329,88 @@ def section_latency(target: Target, admin: Any, changes: int, runs: int) -> dict
     return out
 
 
+class _Seen:
+    """A listener for the churn: wakes the writer when ``path`` was created, or deleted."""
+
+    def __init__(self) -> None:
+        self.path = ""
+        self.created = True
+        self.arrived = threading.Event()
+
+    def ours(self, event: Any) -> None:
+        kind = CacheEventType.CREATED if self.created else CacheEventType.DELETED
+        if event.type is kind and event.path == self.path:
+            self.arrived.set()
+
+    def kazoo(self, event: Any) -> None:
+        from kazoo.recipe.cache import TreeEvent
+
+        kind = TreeEvent.NODE_ADDED if self.created else TreeEvent.NODE_REMOVED
+        data = event.event_data
+        if event.event_type == kind and data is not None and data.path == self.path:
+            self.arrived.set()
+
+
+def section_churn(target: Target, admin: Any, count: int, runs: int) -> dict[str, Any]:
+    from kazoo.recipe.cache import TreeCache as KazooTreeCache, TreeEvent
+
+    root = f"{target.root}/churn"
+    build_tree(admin, root, 1000)
+    results: dict[str, list[float]] = {}
+    for _round, order in rotating_rounds(IMPLS, runs):
+        for impl in order:
+            seen = _Seen()
+            if impl == "ours":
+                client = ZkClient(target.hosts, session_timeout=30.0).start()
+                cache: Any = TreeCache(client, root)
+                cache.listen(seen.ours)
+                cache.start()
+                cache.wait_initialized(120)
+            else:
+                kz = KazooClient(target.hosts, timeout=30.0)
+                kz.start(timeout=30)
+                ready = threading.Event()
+                cache = KazooTreeCache(kz, root)
+                cache.listen(
+                    _set_when(lambda event: event.event_type == TreeEvent.INITIALIZED, ready)
+                )
+                cache.listen(seen.kazoo)
+                cache.start()
+                ready.wait(120)
+            time.sleep(0.2)
+            before = target.packets()
+            for index in range(count):
+                path = f"{root}/d{index % 10:04d}/churn{index}"
+                for what in ("create", "delete"):
+                    seen.path, seen.created = path, what == "create"
+                    seen.arrived.clear()
+                    if what == "create":
+                        admin.create(path, DATA)
+                    else:
+                        admin.delete(path)
+                    if not seen.arrived.wait(10):
+                        raise RuntimeError(f"{impl}: no event for the {what} of {path}")
+            time.sleep(0.5)  # the last event's follow-up reads
+            total = target.packets() - before - target.mntr_overhead - 2 * count
+            results.setdefault(impl, []).append(total / count)
+            cache.close()
+            if impl == "ours":
+                client.close()
+            else:
+                kz.stop()
+                kz.close()
+            progress(f"churn {impl}: {results[impl][-1]:.2f} requests per create and delete")
+    out: dict[str, Any] = {
+        impl: {"requests_per_create_and_delete_median": median(values), "runs": values}
+        for impl, values in results.items()
+    }
+    out["kazoo_over_ours"] = ratio(
+        out["kazoo"]["requests_per_create_and_delete_median"],
+        out["ours"]["requests_per_create_and_delete_median"],
+    )
+    return out
+
+
 def _quiet_packets(target: Target, quiet_s: float = 1.0, limit_s: float = 120.0) -> int:
     """Requests until the server has seen none (beyond a ping or two) for ``quiet_s``."""
     total = 0
@@ -439,6 +525,8 @@ def main() -> None:
                 document["load"] = section_load(target, admin, sizes, args.runs)
             if "latency" in sections:
                 document["latency"] = section_latency(target, admin, changes, args.runs)
+            if "churn" in sections:
+                document["churn"] = section_churn(target, admin, changes // 5, args.runs)
             if "reconnect" in sections:
                 document["reconnect"] = section_reconnect(target, admin, reconnect_size, args.runs)
         finally:

@@ -38,6 +38,11 @@ def test_cache_benchmark_counts() -> None:
     for impl in ("tree_ours", "node_ours"):
         assert document["latency"][impl]["requests_per_change_median"] <= 1.2, document["latency"]
 
+    churn = document["churn"]
+    # A create and a delete: one read each for ours; kazoo re-lists and re-reads.
+    assert churn["ours"]["requests_per_create_and_delete_median"] <= 2.2, churn
+    assert churn["kazoo"]["requests_per_create_and_delete_median"] >= 3.0, churn
+
     reconnect = document["reconnect"]
     assert reconnect["ours"]["requests_median"] <= reconnect["nodes"] + 20, reconnect
     assert reconnect["kazoo"]["requests_median"] > reconnect["ours"]["requests_median"], reconnect
