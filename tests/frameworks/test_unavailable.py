@@ -187,8 +187,15 @@ def test_after_one_unanswered_attempt_the_next_answers_at_once_while_still_conne
     assert time.monotonic() - began < 0.5, "it sent a request and waited for its reply"
     assert refused.value.problem is not None
     assert "no reply to a request sent" in refused.value.problem
-    proxy.heal()
-    wait_until(lambda: client.unanswered_for == 0.0, "the replies came", timeout=CONNECTION_TIMEOUT)
+    proxy.heal()  # resets the connection: the client reconnects, the session resumes
+    wait_until(
+        lambda: (
+            client.state in (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
+            and client.unanswered_for == 0.0
+        ),
+        "connected again, nothing unanswered",
+        timeout=CONNECTION_TIMEOUT,
+    )
     lock = target.acquire()
     assert lock is not None
     lock.release()

@@ -62,8 +62,6 @@ from zk_recipes._client.kazoo.watches import (
     DATA,
     PERSISTENT,
     PERSISTENT_RECURSIVE,
-    PERSISTENT_TYPE,
-    RECURSIVE_TYPE,
     AddWatch,
     Fire,
     ForgetDataWatch,
@@ -180,9 +178,6 @@ class KazooConnection:
         #: The persistent watchers of this connection (watches.py); the client's
         #: registry puts them here, and back on the server after every reconnect.
         self._router = PersistentRouter()
-        #: Whether the server removes a persistent watch by its own type (3.9+): None
-        #: until a removal told us.
-        self._typed_removal: bool | None = None
         install_hooks(self)
 
     @property
@@ -558,23 +553,15 @@ class KazooConnection:
     def remove_persistent(self, path: str, recursive: bool, timeout: float) -> None:
         """Take a persistent watch off the server, sparing the connection's other watches.
 
-        Its own watcher type (4/5) where the server knows it (3.9+); on 3.6-3.8
-        (MarshallingError) only ANY can remove it, which takes the path's
-        one-shot watches and a persistent watch of the other mode too: then
-        it is sent only when there is none of those, and otherwise the server
-        keeps the watch and its events go nowhere (they are routed to nobody)
+        Sent as ``removeWatches`` of type ANY: the persistent types (4, 5)
+        exist only from ZooKeeper 3.9, and a 3.6-3.8 server answers them with
+        MarshallingError after logging an ERROR with a stack trace, once per
+        connection. ANY also takes the path's one-shot watches and a
+        persistent watch of the other mode, so it is sent only when the
+        connection has no other watch on the path; otherwise the server keeps
+        the watch and its events go to nobody (they are routed to no one)
         until the connection ends. NOWATCHER (already gone) is success.
         """
-        if self._typed_removal is not False:
-            kind = RECURSIVE_TYPE if recursive else PERSISTENT_TYPE
-            try:
-                self._call(RemoveWatches(path, kind), path, lambda r: None).result(timeout)
-                self._typed_removal = True
-                return
-            except errors.UnsupportedFeatureError:
-                self._typed_removal = False
-            except errors.NoWatcherError:
-                return
         kz = self._kz
         if (
             self._router.watches(path)
