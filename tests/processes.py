@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from zk_recipes.testing import wait_until
+
 
 class CliRun:
     """``python -m zk_recipes ARGS`` as a child process; ``popen`` goes to ``subprocess.Popen``."""
@@ -43,3 +45,25 @@ def live_in_group(pgid: int) -> list[int]:
         if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
             live.append(int(name))
     return live
+
+
+def written_int(path: Path, what: str, timeout: float = 20.0) -> int:
+    """The number a child writes to ``path`` (``echo $$ > path``), once it is all there.
+
+    The file appears (empty) before the shell writes into it: waiting for it
+    to exist alone reads ``''`` now and then.
+    """
+    found: list[int] = []
+
+    def whole() -> bool:
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return False
+        if text.strip().isdigit():
+            found.append(int(text))
+            return True
+        return False
+
+    wait_until(whole, what, timeout=timeout)
+    return found[-1]

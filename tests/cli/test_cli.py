@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 import zk_recipes
-from tests.processes import CliRun
+from tests.processes import CliRun, written_int
 from zk_recipes import Lock, NoNodeError, ZkClient
 from zk_recipes.cli import ExitCode
 from zk_recipes.cli._command import cli
@@ -253,8 +253,7 @@ def test_lost_session_stops_the_command_then_kills_it(
     script = f"trap '' TERM; echo $$ > {tmp_path}/pid; while true; do sleep 0.05; done"
     run = CliRun(["lock", "demo", "--grace", "0.5", "--", "sh", "-c", script], env)
     cli_runs.append(run)
-    wait_until(lambda: (tmp_path / "pid").exists(), "the command runs", timeout=20)
-    pid = int((tmp_path / "pid").read_text())
+    pid = written_int(tmp_path / "pid", "the command runs")
     zk_proxy.blackhole()  # the server hears nothing more: the session expires there
     code, _, err = run.wait()
     assert code == ExitCode.LOST, err
@@ -290,8 +289,7 @@ def test_a_blocked_stderr_does_not_keep_the_command_running_after_a_loss(
     )
     os.close(write_end)
     try:
-        wait_until(lambda: (tmp_path / "pid").exists(), "the command runs", timeout=20)
-        pid = int((tmp_path / "pid").read_text())
+        pid = written_int(tmp_path / "pid", "the command runs")
         rival = Lock(
             zk_client_factory(hosts=zk_private_server.connect_string), lock_path("blocked")
         )

@@ -37,7 +37,8 @@ elif sys.argv[2] == "note-term":
         (here / "got-term").write_text("yes")
         sys.exit(0)
     signal.signal(signal.SIGTERM, on_term)
-(here / "pid").write_text(str(os.getpid()))
+(here / "pid.tmp").write_text(str(os.getpid()))
+os.replace(here / "pid.tmp", here / "pid")  # whole when it appears: tests read it at once
 deadline = time.monotonic() + 60
 while not (here / "go").exists() and time.monotonic() < deadline:
     time.sleep(0.02)

@@ -19,7 +19,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from tests.processes import live_in_group
+from tests.processes import live_in_group, written_int
 from zk_recipes import Lock, NoNodeError, ZkClient
 from zk_recipes.cli import ExitCode
 from zk_recipes.frameworks import lock_path
@@ -186,8 +186,7 @@ def test_exec_child_is_terminated_when_the_session_is_lost(
     script = f"trap '' TERM; echo $$ > {tmp_path}/pid; while true; do sleep 0.05; done"
     run = manage.popen(["zklock", "demo", "--exec", "--grace", "0.5", "--", "sh", "-c", script])
     try:
-        wait_until(lambda: (tmp_path / "pid").exists(), "the program runs", timeout=30)
-        pid = int((tmp_path / "pid").read_text())
+        pid = written_int(tmp_path / "pid", "the program runs", timeout=30)
         zk_proxy.blackhole()  # the server hears nothing more: the session expires there
         _, err = run.communicate(timeout=SESSION_TIMEOUT + 20)
         assert run.returncode == ExitCode.LOST, err
@@ -384,8 +383,7 @@ def test_kill_9_of_zklock_exec_takes_the_programs_group_with_it(
 ) -> None:
     script = 'sleep 60 & echo $$ > "$1/group"; sleep 61'
     run = manage.popen(["zklock", "demo", "--exec", "--", "sh", "-c", script, "A", str(tmp_path)])
-    wait_until(lambda: (tmp_path / "group").exists(), "the program runs", timeout=30)
-    group = int((tmp_path / "group").read_text())
+    group = written_int(tmp_path / "group", "the program runs", timeout=30)
     wait_until(lambda: len(live_in_group(group)) == 3, "sh and its two sleeps", timeout=10)
     run.kill()  # SIGKILL
     run.communicate(timeout=30)

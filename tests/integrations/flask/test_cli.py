@@ -22,7 +22,7 @@ from typing import Protocol
 import pytest
 from flask import Flask
 
-from tests.processes import live_in_group
+from tests.processes import live_in_group, written_int
 from zk_recipes import Lock, ZkClient
 from zk_recipes.cli import ExitCode
 from zk_recipes.frameworks import leader_path, lock_path
@@ -307,8 +307,7 @@ def test_lost_session_stops_the_command_then_kills_it(
     env = dict(app_env, SHOP_ZK_HOSTS=zk_proxy.connect_string, SHOP_ZK_SESSION_TIMEOUT="2")
     script = f"trap '' TERM; echo $$ > {tmp_path}/pid; while true; do sleep 0.05; done"
     run = flask_zk(["lock", "demo", "--grace", "0.5", "--", "sh", "-c", script], env)
-    wait_until(lambda: (tmp_path / "pid").exists(), "the command runs", timeout=20)
-    pid = int((tmp_path / "pid").read_text())
+    pid = written_int(tmp_path / "pid", "the command runs")
     zk_proxy.blackhole()  # the server hears nothing more: the session expires there
     code, _, err = run.wait()
     assert code == ExitCode.LOST, err
@@ -370,8 +369,7 @@ def test_kill_9_of_flask_zk_leader_takes_the_commands_group_with_it(
 ) -> None:
     script = 'sleep 60 & echo $$ > "$1/group"; sleep 61'
     run = flask_zk(["leader", "beat", "--", "sh", "-c", script, "A", str(tmp_path)])
-    wait_until(lambda: (tmp_path / "group").exists(), "the command runs", timeout=20)
-    group = int((tmp_path / "group").read_text())
+    group = written_int(tmp_path / "group", "the command runs")
     wait_until(lambda: len(live_in_group(group)) == 3, "sh and its two sleeps", timeout=10)
     run.process.kill()  # SIGKILL
     run.wait()
