@@ -162,7 +162,6 @@ class CacheEngine:
         self._max_depth = max_depth
         self._selector = selector
         self._cache_data = cache_data
-        self._max_nodes = max_nodes
         self._name = name
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -185,9 +184,6 @@ class CacheEngine:
         self.initialized = threading.Event()
         #: Set while the cache equals the server as of its last read; cleared on SUSPENDED.
         self.synced = threading.Event()
-        #: Requests sent (reads and listings), for benchmarks and tests.
-        self.reads = 0
-        self.listings = 0
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
@@ -266,7 +262,6 @@ class CacheEngine:
 
         return stop
 
-    # -- the snapshot ------------------------------------------------------
     # -- the snapshot (store.py) -------------------------------------------
     def current(self) -> Mapping[str, CachedNode]:
         """Every cached node by path: a snapshot, consistent, not changed by later events."""
@@ -311,7 +306,7 @@ class CacheEngine:
                 return False
             if candidate == self.root:
                 return True
-            candidate = candidate.rsplit("/", 1)[0] or "/"
+            candidate = _paths.parent_of(candidate)
 
     # -- the worker --------------------------------------------------------
     def _queue(self, item: tuple[Any, ...]) -> None:
@@ -391,11 +386,9 @@ class CacheEngine:
             got = None
             if data:
                 got = self.client.get_async(path, watch=watch)
-                self.reads += 1
             listing = None
             if children:
                 listing = self.client.get_children_async(path, watch=watch)
-                self.listings += 1
         except (ClientStateError, ConnectionLostError, SessionLost, ZkTimeoutError):
             return None  # the next connection's re-synchronisation reads it
         return _Read(path, got, walk, listing)
@@ -431,16 +424,15 @@ class CacheEngine:
             if walk is not None and names is not None:
                 walk.listed[item.path] = item.pzxid
                 self._prune_children(item.path, set(names))
-                self._read_children(item.path, names, walk, in_flight)
+                self._read_children(item.path, names, walk)
             elif names is not None:
                 self._new_children(item.path, names, in_flight)
             self._walk_step_done(walk)
             return
         data, stat = got
-        before = self._apply(item.path, data, stat)
+        before = self._apply(item.path, data, stat)  # marks it seen by the walk under way
         if walk is not None:
-            walk.seen.add(item.path)
-            self._descend(item.path, stat, before, names, walk, in_flight)
+            self._descend(item.path, stat, before, names, walk)
         elif names is not None:
             self._new_children(item.path, names, in_flight)
         self._walk_step_done(walk)
@@ -448,9 +440,8 @@ class CacheEngine:
     def _new_children(self, path: str, names: list[str], in_flight: collections.deque[Any]) -> None:
         """One-shot mode, outside a walk: a listing of ``path``; read the children it adds."""
         self._prune_children(path, set(names))
-        base = path if path == "/" else path + "/"
         for name in names:
-            child = base + name
+            child = _paths.join(path, name)
             if self.store.get(child) is None and self._in_scope(child):
                 read = self._read(child, walk=0, children=self._descends(child))
                 if read is not None:
@@ -488,7 +479,6 @@ class CacheEngine:
         before: CachedNode | None,
         names: list[str] | None,
         walk: _Walk,
-        in_flight: collections.deque[Any],
     ) -> None:
         """During a walk: read the children of ``path``, listing them only when they changed."""
         if not self._descends(path):
@@ -499,9 +489,7 @@ class CacheEngine:
             known = self.store.listed_at(path) == stat.pzxid
             if not known:
                 if stat.num_children > 0:
-                    self._walk_read(
-                        path, walk, in_flight, data=False, children=True, pzxid=stat.pzxid
-                    )
+                    self._walk_read(path, walk, data=False, children=True, pzxid=stat.pzxid)
                 else:
                     walk.listed[path] = stat.pzxid
                     self._prune_children(path, set())
@@ -510,24 +498,20 @@ class CacheEngine:
         else:
             walk.listed[path] = stat.pzxid
             self._prune_children(path, set(names))
-        self._read_children(path, names, walk, in_flight)
+        self._read_children(path, names, walk)
 
-    def _read_children(
-        self, path: str, names: list[str], walk: _Walk, in_flight: collections.deque[Any]
-    ) -> None:
-        base = path if path == "/" else path + "/"
+    def _read_children(self, path: str, names: list[str], walk: _Walk) -> None:
         for name in names:
-            child = base + name
+            child = _paths.join(path, name)
             if self._in_scope(child):
                 # One-shot mode lists every node, with a watch, in the same round trip.
                 listing = self.one_shot and self._descends(child)
-                self._walk_read(child, walk, in_flight, children=listing)
+                self._walk_read(child, walk, children=listing)
 
     def _walk_read(
         self,
         path: str,
         walk: _Walk,
-        in_flight: collections.deque[Any],
         *,
         data: bool = True,
         children: bool = False,
@@ -596,10 +580,9 @@ class CacheEngine:
     def _prune_children(self, path: str, listed: set[str]) -> None:
         """A listing of ``path``: cached children it no longer has are gone."""
         cached = set(self.store.children(path))
-        base = path if path == "/" else path + "/"
         events: list[CacheEvent] = []
         for name in sorted(cached - listed):
-            events.extend(self.store.remove(base + name))
+            events.extend(self.store.remove(_paths.join(path, name)))
         self._emit(events)
 
     # -- telling -----------------------------------------------------------

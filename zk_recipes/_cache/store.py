@@ -11,14 +11,9 @@ import threading
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
+from zk_recipes import _paths
 from zk_recipes._cache.values import CachedNode, CacheEvent, CacheEventType
 from zk_recipes._errors import CacheOverflowError, ZkRecipesError
-
-
-def parent_of(path: str) -> tuple[str, str]:
-    """(parent, name) of a path that is not ``/``."""
-    parent, name = path.rsplit("/", 1)
-    return parent or "/", name
 
 
 class CacheStore:
@@ -83,8 +78,8 @@ class CacheStore:
                         "cache a smaller part of the tree (max_depth=, selector=)"
                     )
                 if node.path != self._root:
-                    parent, name = parent_of(node.path)
-                    self._children.setdefault(parent, set()).add(name)
+                    parent = _paths.parent_of(node.path)
+                    self._children.setdefault(parent, set()).add(_paths.name_of(node.path))
             self._nodes[node.path] = node
 
     def remove(self, path: str) -> list[CacheEvent]:
@@ -97,10 +92,10 @@ class CacheStore:
                 self._children.pop(gone, None)
                 self._listed.pop(gone, None)
                 if gone != self._root:
-                    parent, name = parent_of(gone)
+                    parent = _paths.parent_of(gone)
                     siblings = self._children.get(parent)
                     if siblings is not None:
-                        siblings.discard(name)
+                        siblings.discard(_paths.name_of(gone))
                         if not siblings:
                             del self._children[parent]
                 if old is not None:
@@ -111,6 +106,5 @@ class CacheStore:
         """``path``, then every cached path below it, parents before children (under _lock)."""
         if path in self._nodes or path in self._children:
             yield path
-        base = path if path == "/" else path + "/"
         for name in sorted(self._children.get(path, ())):
-            yield from self._subtree(base + name)
+            yield from self._subtree(_paths.join(path, name))

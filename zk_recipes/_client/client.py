@@ -51,7 +51,7 @@ from typing import Any, TypeVar, final
 from zk_recipes import _metrics, _paths
 from zk_recipes._client.creates import CreateResult, Creator
 from zk_recipes._client.deletes import GuaranteedDeleter
-from zk_recipes._client.kazoo import KazooConnection, Pending
+from zk_recipes._client.kazoo import KazooConnection, Pending, not_connected
 from zk_recipes._client.persistent import Established, PersistentWatch, PersistentWatches
 from zk_recipes._client.session import SessionTracker
 from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateListener
@@ -208,13 +208,7 @@ class ZkClient:
 
     def _not_connected_in(self, timeout: float) -> str:
         """Why a start that waited on another thread's start gave up: the cause and a hint."""
-        problem = self.connection_problem
-        return (
-            f"could not connect to ZooKeeper at {self.settings.hosts} within {timeout:g} s"
-            + (f" (last problem: {problem})" if problem else "")
-            + ". Check that the servers are running and reachable from here (e.g. `echo "
-            "ruok | nc HOST PORT` answers imok) and that the hosts setting is right."
-        )
+        return not_connected(self.settings.hosts, timeout, self.connection_problem)
 
     def close(self) -> None:
         """Close the session: every hold ends, the server deletes our ephemeral nodes. Idempotent.

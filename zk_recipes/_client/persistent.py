@@ -41,8 +41,6 @@ log = logging.getLogger("zk_recipes.client")
 
 #: What a watch calls once it is on the server of a new connection.
 Established = Callable[["PersistentWatch"], object]
-#: The states in which a connection takes requests: a watch is put back then.
-_UP = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED, ConnectionState.READ_ONLY)
 
 
 @final
@@ -148,9 +146,7 @@ class PersistentWatches:
         if not conn.unroute_watch(watch._server_path, fire, watch.recursive):
             return  # another watch of ours has the same path and mode: the server's stays
         try:
-            conn.remove_persistent(
-                watch._server_path, watch.recursive, self._client.settings.connection_timeout
-            )
+            conn.remove_persistent(watch._server_path, self._client.settings.connection_timeout)
         except ZkRecipesError as exc:
             # Not connected, say: the server dropped it with the connection, or keeps
             # it and its events are routed to nobody until the connection ends.
@@ -201,7 +197,7 @@ class PersistentWatches:
 
     def _on_state(self, change: StateChange) -> None:
         # On the client's listener thread: a connection came up with no watches of ours.
-        if change.state not in _UP:
+        if not change.state.is_connected:  # a connection that takes requests came up
             return
         with self._lock:
             watches = list(self._watches)

@@ -45,7 +45,7 @@ clients on purpose.
 """
 
 from zk_recipes._client.kazoo.connection import KazooConnection, RawStateHook
-from zk_recipes._client.kazoo.failures import translate
+from zk_recipes._client.kazoo.failures import not_connected, translate
 from zk_recipes._client.kazoo.pending import Pending
 
-__all__ = ["KazooConnection", "Pending", "RawStateHook", "translate"]
+__all__ = ["KazooConnection", "Pending", "RawStateHook", "not_connected", "translate"]

@@ -44,7 +44,7 @@ from kazoo.retry import KazooRetry
 from zk_recipes import _errors as errors, _paths
 from zk_recipes._client.direct_send import DirectSender
 from zk_recipes._client.kazoo.attempts import RecordingLogger
-from zk_recipes._client.kazoo.failures import translate
+from zk_recipes._client.kazoo.failures import not_connected, translate
 from zk_recipes._client.kazoo.hooks import install_hooks
 from zk_recipes._client.kazoo.pending import Pending
 from zk_recipes._client.kazoo.records import (
@@ -335,14 +335,7 @@ class KazooConnection:
         if not self._kz.connected:
             seen = self._last_problem.message  # before stop() logs its own farewell
             self._stop_soon()
-            hosts = self._settings.hosts
-            raise errors.ConnectTimeoutError(
-                f"could not connect to ZooKeeper at {hosts} within {timeout:g} s"
-                + (f" (last problem: {seen})" if seen else "")
-                + ". Check that the servers are running and reachable from here (e.g. `echo "
-                "ruok | nc HOST PORT` answers imok), that the hosts setting is right, and "
-                "that TLS/auth settings match the servers."
-            )
+            raise errors.ConnectTimeoutError(not_connected(self._settings.hosts, timeout, seen))
         if self._settings.sasl:
             self._check_sasl(timeout)
 
@@ -541,16 +534,12 @@ class KazooConnection:
         """Stop routing to ``fire``; True when no watcher of that mode is left on ``path``."""
         return self._router.remove(path, fire, recursive)
 
-    def persistent_watch_on(self, path: str) -> bool:
-        """Whether a persistent watch of either mode is routed on exactly ``path``."""
-        return self._router.watches(path)
-
     def add_watch_async(self, path: str, recursive: bool) -> Pending[None]:
         """Send ``addWatch``: the server keeps the watch on this TCP connection."""
         mode = PERSISTENT_RECURSIVE if recursive else PERSISTENT
         return self._call(AddWatch(path, mode), path, lambda r: None)
 
-    def remove_persistent(self, path: str, recursive: bool, timeout: float) -> None:
+    def remove_persistent(self, path: str, timeout: float) -> None:
         """Take a persistent watch off the server, sparing the connection's other watches.
 
         Sent as ``removeWatches`` of type ANY: the persistent types (4, 5)

@@ -107,3 +107,14 @@ def dropped(exc: OSError) -> BaseException:
     """A socket error as kazoo's ``_socket_error_handling`` reports it."""
     error: BaseException = ConnectionDropped(f"socket connection error: {exc.strerror or exc}")
     return error
+
+
+def not_connected(hosts: str, timeout: float, problem: str | None) -> str:
+    """Why a start gave up: no session within ``timeout``, the last problem, and a hint."""
+    return (
+        f"could not connect to ZooKeeper at {hosts} within {timeout:g} s"
+        + (f" (last problem: {problem})" if problem else "")
+        + ". Check that the servers are running and reachable from here (e.g. `echo "
+        "ruok | nc HOST PORT` answers imok), that the hosts setting is right, and "
+        "that TLS/auth settings match the servers."
+    )

@@ -1,4 +1,4 @@
-"""Persistent watches on the wire: ``addWatch``, ``removeWatches``, ``checkWatches``, and routing.
+"""Persistent watches on the wire: ``addWatch`` and ``removeWatches``, and their routing.
 
 kazoo 2.11 has none of them. The records follow zookeeper.jute exactly:
 
@@ -6,12 +6,13 @@ kazoo 2.11 has none of them. The records follow zookeeper.jute exactly:
   mode PERSISTENT = 0 or PERSISTENT_RECURSIVE = 1, answered by an
   ``ErrorResponse { int err }``. No existence check: a watch may wait on a
   path that does not exist yet.
-- ``removeWatches`` (18) and ``checkWatches`` (17): ``{ ustring path; int
-  type }`` with the ``WatcherType`` CHILDREN = 1, DATA = 2, ANY = 3, and,
-  from ZooKeeper 3.9 only, PERSISTENT = 4 and PERSISTENT_RECURSIVE = 5 (a 3.6-3.8
-  server answers those with MarshallingError; there ANY is the only way to
-  remove a persistent watch, and it takes the path's one-shot watches too).
-  No reply body; NOWATCHER (-121) when nothing matched.
+- ``removeWatches`` (18): ``{ ustring path; int type }`` with the
+  ``WatcherType`` CHILDREN = 1, DATA = 2, ANY = 3, and, from ZooKeeper 3.9
+  only, PERSISTENT = 4 and PERSISTENT_RECURSIVE = 5 (a 3.6-3.8 server answers
+  those with MarshallingError; there ANY is the only way to remove a
+  persistent watch, and it takes the path's one-shot watches too). No reply
+  body; NOWATCHER (-121) when nothing matched. (``checkWatches``, 17, has the
+  same body; nothing here needs it, so it is not sent.)
 
 The server sends one notification per connection per change, however many
 of the connection's watches it matches; the client fans it out
@@ -40,15 +41,14 @@ from typing import Any
 
 from kazoo.protocol.serialization import int_struct, write_string
 
+from zk_recipes import _paths
+
 #: ``AddWatchModes`` (ZooDefs.java).
 PERSISTENT = 0
 PERSISTENT_RECURSIVE = 1
-#: ``WatcherType`` (Watcher.java); 4 and 5 from ZooKeeper 3.9.0 on.
-CHILDREN = 1
+#: The ``WatcherType`` values sent (Watcher.java).
 DATA = 2
 ANY = 3
-PERSISTENT_TYPE = 4
-RECURSIVE_TYPE = 5
 
 #: Event types on the wire (``WatcherEvent.type``): NodeCreated, NodeDeleted,
 #: NodeDataChanged, NodeChildrenChanged.
@@ -106,17 +106,11 @@ class ForgetDataWatch(namedtuple("ForgetDataWatch", "path watcher_type then")):
         self.then()
 
 
-class CheckWatches(RemoveWatches):
-    """checkWatches (opcode 17): NOWATCHER unless this connection has such a watch."""
-
-    type = 17
-
-
 def ancestors(path: str) -> Iterator[str]:
     """``path`` itself, then each parent up to ``/`` (``/a/b`` -> ``/a/b``, ``/a``, ``/``)."""
     yield path
     while path != "/":
-        path = path.rsplit("/", 1)[0] or "/"
+        path = _paths.parent_of(path)
         yield path
 
 
