@@ -159,6 +159,8 @@ class PersistentWatches:
         (up to the connection timeout): a server that refuses it (no persistent
         watches) leaves the path free for one-shot watches.
         """
+        if not self._watches:  # every get/exists with a watch asks: the usual answer, at once
+            return False
         with self._lock:
             found = [w for w in self._watches if w._server_path == server_path]
         for watch in found:

@@ -213,6 +213,8 @@ def install_hooks(connection: Hooked) -> None:
     def _read_watch_event(buffer: bytes, offset: int) -> Any:
         # Persistent watchers first (never popped: watches.py), then kazoo's one-shot
         # ones; both through the same dispatch, so every watcher sees wire order.
+        if router.empty:  # a lock waiter's wake-up: nothing more to decode
+            return read_watch_event(buffer, offset)
         watch, _ = Watch.deserialize(buffer, offset)
         fires = router.route(watch.type, watch.path)
         if fires and not client._stopped.is_set():

@@ -151,6 +151,11 @@ class PersistentRouter:
                 self._exact = table
             return not left
 
+    @property
+    def empty(self) -> bool:
+        """No persistent watcher at all: an event needs no look here (the usual case)."""
+        return not self._exact and not self._recursive
+
     def watches(self, path: str) -> bool:
         """Whether any persistent watcher of either mode is on exactly ``path``."""
         return path in self._exact or path in self._recursive
