@@ -1,8 +1,8 @@
 """The cache benchmark runs end to end, and the counts it reports hold (never speed).
 
 Our load reads each node once and lists each directory once (kazoo's
-TreeCache: two requests per node); a change costs one read; a reconnect
-costs about one read per node (kazoo's: two per node and more).
+TreeCache: two requests per node); a change costs one read; a reconnect on
+the same session costs about one read per change (kazoo's: two per node).
 """
 
 from __future__ import annotations
@@ -44,5 +44,6 @@ def test_cache_benchmark_counts() -> None:
     assert churn["kazoo"]["requests_per_create_and_delete_median"] >= 3.0, churn
 
     reconnect = document["reconnect"]
-    assert reconnect["ours"]["requests_median"] <= reconnect["nodes"] + 20, reconnect
+    # The server's diff: the 10 changes, the root, setWatches2, the connection, pings.
+    assert reconnect["ours"]["requests_median"] <= 10 + 30, reconnect
     assert reconnect["kazoo"]["requests_median"] > reconnect["ours"]["requests_median"], reconnect

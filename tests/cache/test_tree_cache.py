@@ -178,6 +178,42 @@ def test_after_a_cut_the_cache_equals_the_server_and_the_events_are_the_differen
     # The re-created node is told apart by its czxid: DELETED before CREATED.
     order = [(t, p) for t, p in _node_events(events, mark) if p == "/cut/gone"]
     assert order == [("DELETED", "/cut/gone"), ("CREATED", "/cut/gone")]
+    resynced = [e for e in events.snapshot()[mark:] if e.type is RESYNCED]
+    assert resynced[-1].incremental  # the same session: the server's diff, not a walk
+
+
+def test_a_reconnect_on_the_same_session_reads_only_what_changed(
+    zk_client_factory: ClientFactory, proxied: TcpProxy, started: list[TreeCache]
+) -> None:
+    writer = zk_client_factory()
+    for group in range(10):
+        for index in range(30):
+            writer.create(f"/few/d{group}/n{index}", b"0", parents=True)
+    watcher = zk_client_factory(hosts=proxied.connect_string, session_timeout=6.0)
+    cache, events = _cache(watcher, "/few", started)
+    assert cache.wait_initialized(20)
+    loaded = events.wait_for(lambda e: e.type is INITIALIZED, timeout=1)
+    assert loaded.requests is not None
+    assert loaded.requests > 311
+    mark = events.mark()
+    proxied.blackhole()
+    writer.set("/few/d1/n1", b"1")
+    writer.delete("/few/d2/n2")
+    writer.create("/few/d3/n3/deep", b"new")  # below a leaf: its parent's pzxid tells
+    proxied.heal()
+    resynced = events.wait_for(lambda e: e.type is RESYNCED, after=mark, timeout=30)
+    assert _cached(cache) == _server_tree(writer, "/few")
+    assert sorted(_node_events(events, mark)) == [
+        ("CHANGED", "/few/d1/n1"),
+        ("CREATED", "/few/d3/n3/deep"),
+        ("DELETED", "/few/d2/n2"),
+        ("RESYNCED", None),
+    ]
+    assert resynced.incremental
+    # One setWatches2, the root and its children, the two nodes flagged, the two
+    # directories whose children changed and the new node: 8, where a walk takes 322.
+    assert resynced.requests is not None
+    assert resynced.requests <= 10
 
 
 def test_after_the_session_expires_the_cache_is_rebuilt_and_says_resynced(
@@ -196,6 +232,8 @@ def test_after_the_session_expires_the_cache_is_rebuilt_and_says_resynced(
     node = cache.get("/exp/a")
     assert node is not None
     assert node.data == b"2"
+    resynced = [e for e in events.snapshot()[mark:] if e.type is RESYNCED]
+    assert not resynced[-1].incremental  # a new session has nothing to diff against
 
 
 def test_max_depth_and_a_selector_bound_what_is_cached(

@@ -202,6 +202,45 @@ def test_a_cut_connection_gets_the_watch_back_and_says_so(
     assert watch.establishments == 2
 
 
+def test_changed_since_is_the_servers_diff_of_what_changed_while_away(
+    zk_client_factory: ClientFactory, proxied: TcpProxy
+) -> None:
+    writer = zk_client_factory()
+    for name in ("same", "set", "gone", "dir", "kept"):
+        writer.create(f"/diff/{name}", parents=True)
+    watcher = zk_client_factory(hosts=proxied.connect_string, session_timeout=6.0)
+    events = Recorder[WatchEvent]()
+    established = Recorder[PersistentWatch]()
+    watch = watcher.add_watch("/diff", events, on_established=established)
+    established.wait_for(lambda w: w is watch)
+    watcher.add_watch("/diff/kept", lambda event: None, recursive=False)
+    generation = watcher.connection_generation
+    proxied.blackhole()
+    writer.set("/diff/set", b"1")
+    writer.delete("/diff/gone")
+    writer.create("/diff/dir/new")
+    proxied.heal()
+    established.wait_for(lambda w: w is watch, count=2, timeout=20)
+    since = watcher.resumed_since(generation)
+    assert since is not None
+    assert since > 0
+    assert watcher.connection_generation == generation + 1
+    mark = events.mark()
+    children = Recorder[WatchEvent]()
+    paths = ["/diff/same", "/diff/set", "/diff/gone", "/diff/dir", "/diff/kept"]
+    sent, left_out = watcher.changed_since(since, paths, paths, children)
+    assert (sent, left_out) == (1, ["/diff/kept"])  # a one-shot watch there would replace it
+    # Every catch-up event came before the reply (callbacks run on kazoo's thread, after).
+    events.wait_for(lambda e: e.path == "/diff/gone", after=mark)
+    children.wait_for(lambda e: e.path == "/diff/dir")
+    _settle(watcher)
+    flagged = {(e.type.value, e.path) for e in events.snapshot()[mark:]}
+    assert flagged == {("CHANGED", "/diff/set"), ("DELETED", "/diff/gone")}
+    assert _pairs(children) == [(CHILD, "/diff/dir")]
+    # An expired session has nothing to diff against.
+    assert watcher.resumed_since(generation + 5) is None
+
+
 def test_a_new_session_after_expiry_gets_the_watch_back(
     zk_client_factory: ClientFactory, zk_hosts: str
 ) -> None:

@@ -26,14 +26,35 @@ cache only moves forward, through states the server held. Per node:
   child added, is kept silently);
 - NoNode -> DELETED, with everything cached below it, deepest first.
 
-**Re-synchronising** (the first load, and after every reconnect or new
-session) walks the tree with the same ordered reads: ``get`` of every node,
-and ``get_children`` only of a node whose ``pzxid`` moved (its children
-changed) or that is new to the cache. So a reconnect costs one read per
-cached node plus one per directory that changed, not Curator's two. What the
-walk did not see, and no event touched meanwhile, is gone: DELETED. Then
-INITIALIZED (the first time) or RESYNCED: the cache equals what the server
-held at the moment of the last read.
+**Re-synchronising** (the first load, after a new session, and after a
+reconnect when the diff below cannot be had) walks the tree with the same
+ordered reads: ``get`` of every node, and ``get_children`` only of a node
+whose ``pzxid`` moved (its children changed) or that is new to the cache:
+one read per cached node plus one per directory that changed, not Curator's
+two. What the walk did not see, and no event touched meanwhile, is gone:
+DELETED. Then INITIALIZED (the first time) or RESYNCED: the cache equals
+what the server held at the moment of the last read.
+
+**The server's diff after a reconnect** (the same session resumed on a new
+connection). The server keeps no watch across connections and puts a
+persistent watch back with no word of what changed meanwhile; but it does
+answer one-shot watches sent with ``setWatches2`` against a zxid: each node
+that changed after it gets a catch-up event, the others a watch. So, once
+the persistent watch is back, the engine sends every cached path as a data
+watch and every directory as a child watch, relative to the zxid this
+client had seen when the connection it was exact on ended
+(``ZkClient.resumed_since``): the Java client's own rule for its watches.
+Every change after that zxid is either flagged (its ``mzxid``, or its
+parent's ``pzxid``, is newer) or happened after the persistent watch was
+back and arrives as an event; what was flagged is read, with the root (a
+one-shot watch there would replace the persistent one on 3.6-3.8) and the
+paths whose event reads failed (``_dirty``). A node new to the cache is
+walked in full; a cached child is not read again for a listing of its
+parent (its own watch flags it). Nothing is inferred from silence: a node
+the diff did not flag is one the server says did not change. The cost:
+``requests`` on the RESYNCED event, about one read per change instead of
+one per node; the server keeps the one-shot watches of the unchanged nodes
+until each fires once or the connection ends.
 
 **Listeners** run on the cache's own worker thread, in order, never on
 kazoo's or the connection's threads: a slow listener delays this cache's
@@ -41,8 +62,8 @@ events and no other recipe. One that raises is logged and the others are
 still called.
 
 Size: over the house limit (tests/test_module_sizes.py): one worker and the
-ordered pipeline it runs (events, walks, applying reads) share its in-flight
-queue and its walk; what is stored (store.py), the values and events
+ordered pipeline it runs (events, walks full and incremental, applying reads)
+share its in-flight queue and its walk; what is stored (store.py), the values and events
 (values.py) and the three faces are modules of their own.
 """
 
@@ -128,12 +149,34 @@ class _Read:
     pzxid: int = 0
 
 
+class _ChildCatchUp:
+    """The CHILD events of a catch-up (a directory whose children changed): a listing each."""
+
+    def __init__(self, engine: CacheEngine) -> None:
+        self._engine = engine
+
+    def __call__(self, event: WatchEvent) -> None:
+        if event.path is not None and event.type is WatchEventType.CHILD:
+            self._engine._queue(("list", event.path))
+
+
+mark_inline(_ChildCatchUp)
+
+
 @dataclasses.dataclass(slots=True)
 class _Walk:
     """A re-synchronisation under way."""
 
     number: int
     first: bool
+    #: The connection the watch was on when it began (None: not known, one-shot mode).
+    generation: int | None = None
+    #: Reads only what the server's diff flagged (the module note).
+    incremental: bool = False
+    #: The paths whose event reads had failed when it began: read again.
+    dirty: frozenset[str] = frozenset()
+    #: Requests it sent (reads, and the setWatches2 batches).
+    requests: int = 0
     seen: set[str] = dataclasses.field(default_factory=set)
     #: Directories this walk listed, with the ``pzxid`` they had no later than that.
     listed: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -181,6 +224,16 @@ class CacheEngine:
         self._sink = _Sink(self)
         #: True on a server without persistent watches: one-shot watches on every node.
         self.one_shot = False
+        self._child_catch_up = _ChildCatchUp(self)
+        #: The connection as of whose end the cache holds every change (a walk ended
+        #: on it), for the next reconnect's diff; None: walk in full.
+        self._exact_generation: int | None = None
+        #: Paths whose event read failed (the connection went): the next resync reads them.
+        self._dirty: set[str] = set()
+        #: While a catch-up is under way, the events it brings (see _queue).
+        self._collect: list[tuple[Any, ...]] | None = None
+        #: False once a server refused setWatches2: every resync walks in full.
+        self._diff_works = True
         self.initialized = threading.Event()
         #: Set while the cache equals the server as of its last read; cleared on SUSPENDED.
         self.synced = threading.Event()
@@ -205,7 +258,7 @@ class CacheEngine:
                 self.root,
                 self._sink,
                 recursive=self._recursive,
-                on_established=lambda watch: self._queue(("resync",)),
+                on_established=lambda watch: self._queue(("resync", watch.generation)),
             )
         except UnsupportedFeatureError as exc:
             self._fall_back(exc)
@@ -313,6 +366,9 @@ class CacheEngine:
         with self._lock:
             if self._closed:
                 return
+            if self._collect is not None and item[0] in ("event", "list"):
+                self._collect.append(item)  # a catch-up's: its walk reads them
+                return
             self._work.append(item)
             self._wake.notify()
 
@@ -359,15 +415,24 @@ class CacheEngine:
                 read = self._read(path, walk=0, children=listing)
                 if read is not None:
                     in_flight.append(read)
+                else:
+                    self._dirty.add(path)
         elif kind == "resync":
             self._walks += 1
-            walk = _Walk(self._walks, first=not self.initialized.is_set())
+            generation = item[1] if len(item) > 1 else None
+            walk = _Walk(self._walks, not self.initialized.is_set(), generation)
+            walk.dirty = frozenset(self._dirty)
             self._walk = walk
+            since = self._diff_since(generation)
+            if since is not None and self._catch_up(walk, since):
+                return
+            self._exact_generation = None
             read = self._read(self.root, walk=walk.number, children=self._recursive)
             if read is None:
                 walk.failed = True
             else:
                 walk.outstanding += 1
+                walk.requests += 1 + int(self._recursive)
                 in_flight.append(read)
         elif kind == "list":
             path = item[1]
@@ -377,6 +442,67 @@ class CacheEngine:
                     in_flight.append(read)
         elif kind == "state":
             in_flight.append(item)  # told in order with the node events around it
+
+    def _diff_since(self, generation: int | None) -> int | None:
+        """The zxid a diff of this resync would be relative to; None: walk in full."""
+        exact = self._exact_generation
+        if (
+            generation is None
+            or exact is None
+            or exact >= generation
+            or self.one_shot
+            or not self._recursive
+            or not self._diff_works
+        ):
+            return None
+        return self.client.resumed_since(exact)
+
+    def _catch_up(self, walk: _Walk, since: int) -> bool:
+        """An incremental resync: the server flags what changed since ``since``; read that.
+
+        False when the server refused the diff (walk in full instead).
+        """
+        walk.incremental = True
+        data = [path for path in self.store.paths() if path != self.root]
+        child = [path for path in data if self._descends(path)]
+        with self._lock:
+            self._collect = []
+        failure: ZkRecipesError | None = None
+        try:
+            sent, left_out = self.client.changed_since(since, data, child, self._child_catch_up)
+        except ZkRecipesError as exc:
+            failure = exc
+        finally:
+            with self._lock:
+                collected, self._collect = self._collect or [], None
+        flagged = {path for kind, path in collected if kind == "event"}
+        if isinstance(failure, UnsupportedFeatureError):
+            self._diff_works = False
+            log.info(
+                "%s on %s: no diff from the server (%s); resyncs walk in full",
+                self._name,
+                self.root,
+                failure,
+            )
+            return False
+        if failure is not None:
+            # The connection went: the next one's resync asks again, from the same zxid.
+            log.debug("%s on %s: the diff failed: %s", self._name, self.root, failure)
+            self._dirty |= flagged
+            walk.failed = True
+            return True
+        walk.requests += sent
+        listings = {path for kind, path in collected if kind == "list"}
+        whole = [self.root, *(p for p in left_out if self._in_scope(p))]
+        for path in whole:
+            self._walk_read(path, walk, children=self._descends(path))
+        for path in sorted((flagged | walk.dirty) - set(whole)):
+            if self._in_scope(path):
+                self._walk_read(path, walk)
+        for path in sorted(listings - set(whole)):
+            if self._in_scope(path) and self._descends(path):
+                self._walk_read(path, walk, data=False, children=True)
+        return True
 
     def _read(
         self, path: str, *, walk: int, children: bool = False, data: bool = True
@@ -418,11 +544,14 @@ class CacheEngine:
             log.debug("%s on %s: reading %s: %s", self._name, self.root, item.path, exc)
             if walk is not None:
                 walk.failed = True  # the next connection's walk does it again
+            elif item.data is not None:
+                self._dirty.add(item.path)  # and reads this again
             self._walk_step_done(walk)
             return
         if got is None:  # a listing alone: in a walk, or a one-shot CHILD event
             if walk is not None and names is not None:
-                walk.listed[item.path] = item.pzxid
+                if item.pzxid:  # a catch-up's listing knows no pzxid: the next walk lists it
+                    walk.listed[item.path] = item.pzxid
                 self._prune_children(item.path, set(names))
                 self._read_children(item.path, names, walk)
             elif names is not None:
@@ -483,6 +612,9 @@ class CacheEngine:
         """During a walk: read the children of ``path``, listing them only when they changed."""
         if not self._descends(path):
             return
+        unchanged = before is not None and before.stat.czxid == stat.czxid
+        if walk.incremental and names is None and unchanged:
+            return  # not new: the diff flagged its children if they changed
         if names is None:
             # The children cached are complete only as of the last walk that listed
             # them: an event read lost in a cut leaves a gap that no pzxid shows.
@@ -503,6 +635,8 @@ class CacheEngine:
     def _read_children(self, path: str, names: list[str], walk: _Walk) -> None:
         for name in names:
             child = _paths.join(path, name)
+            if walk.incremental and self.store.get(child) is not None:
+                continue  # cached: the diff flagged it if it changed
             if self._in_scope(child):
                 # One-shot mode lists every node, with a watch, in the same round trip.
                 listing = self.one_shot and self._descends(child)
@@ -533,19 +667,23 @@ class CacheEngine:
                 self._walk_step_done(walk)
                 continue
             read.pzxid = pzxid
+            walk.requests += data + children
             in_flight.append(read)
 
     def _end_walk(self, walk: _Walk) -> None:
         self._walk = None
         if walk.failed:
             return  # the connection went: the next one walks again
-        gone = [p for p in self.store.paths() if p not in walk.seen]
-        self.store.note_listed(walk.listed)
         events: list[CacheEvent] = []
-        for path in sorted(gone, key=lambda p: -p.count("/")):
-            events.extend(self.store.remove(path))
+        if not walk.incremental:  # a diff flags what went; a full walk infers it
+            gone = [p for p in self.store.paths() if p not in walk.seen]
+            for path in sorted(gone, key=lambda p: -p.count("/")):
+                events.extend(self.store.remove(path))
+        self.store.note_listed(walk.listed)
+        self._dirty -= walk.dirty
+        self._exact_generation = walk.generation
         kind = CacheEventType.INITIALIZED if walk.first else CacheEventType.RESYNCED
-        events.append(CacheEvent(kind))
+        events.append(CacheEvent(kind, requests=walk.requests, incremental=walk.incremental))
         self._emit(events)
         self.initialized.set()
         self.synced.set()

@@ -49,6 +49,11 @@ class CacheEvent:
     old: CachedNode | None = None
     #: The connection state change (CONNECTION only).
     state: StateChange | None = None
+    #: INITIALIZED, RESYNCED: the requests the re-synchronisation sent.
+    requests: int | None = None
+    #: RESYNCED: True when it read only what the server said changed (a reconnect
+    #: on the same session), False when it walked every node (a new session).
+    incremental: bool = False
 
     @property
     def path(self) -> str | None:

@@ -706,6 +706,61 @@ class ZkClient:
             path, self._abs(path), callback, bool(recursive), on_established
         )
 
+    @property
+    def connection_generation(self) -> int:
+        """How many connections came up so far (each reconnect adds one); 0 before the first."""
+        conn = self._conn
+        return conn.generation if conn is not None else 0
+
+    def resumed_since(self, generation: int) -> int | None:
+        """The newest zxid seen when connection ``generation`` ended, if its session lives on.
+
+        For a cache's incremental resync (``changed_since``): every change up
+        to that zxid reached this client on that connection. None when the
+        session ended since, or ``generation`` is not the connection before
+        one still remembered (the last 16).
+        """
+        conn = self._conn
+        return conn.resumed_since(generation) if conn is not None else None
+
+    def changed_since(
+        self,
+        zxid: int,
+        data_paths: list[str],
+        child_paths: list[str],
+        on_child: WatchCallback,
+    ) -> tuple[int, list[str]]:
+        """Ask the server which of these nodes changed after ``zxid`` (``setWatches2``).
+
+        For recipe authors keeping a cache under a persistent recursive watch
+        that was put back on this connection before the call: the server
+        answers each path whose node changed after ``zxid`` with a catch-up
+        event (CHANGED or DELETED for ``data_paths``, reaching the persistent
+        watch; CHILD for ``child_paths``, given to ``on_child``), all handed
+        to their callbacks before this returns (run by then if marked inline,
+        else on kazoo's watch thread soon after), and keeps a one-shot watch
+        on the others, which fires
+        once at their next change. Paths with a persistent watch of this
+        client are left out (a one-shot watch there would replace it on
+        ZooKeeper 3.6-3.8) and returned: read them yourself. Returns
+        (requests sent, paths left out).
+        """
+        conn = self._usable()
+        watched = self._persistent.server_paths()
+        data: list[str] = []
+        child: list[str] = []
+        left_out: list[str] = []
+        for paths, into in ((data_paths, data), (child_paths, child)):
+            for path in paths:
+                full = self._abs(path)
+                if full in watched:
+                    if path not in left_out:
+                        left_out.append(path)
+                else:
+                    into.append(full)
+        sent = conn.catch_up(zxid, data, child, on_child, self.settings.connection_timeout)
+        return sent, left_out
+
     def remove_data_watch(self, path: str, watch: WatchCallback) -> None:
         """Take back the one-shot watch ``get``/``exists(path, watch=watch)`` set: it will not fire.
 

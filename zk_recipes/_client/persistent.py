@@ -75,6 +75,9 @@ class PersistentWatch:
         self.establishments = 0
         #: The client's state seq when it was last sent to the server.
         self._seq = -1
+        #: The connection (``ZkClient.connection_generation``) it was last sent on, or
+        #: an earlier one: read before the send.
+        self.generation = 0
         #: Set once the first addWatch was answered (taken or refused), or the watch removed.
         self._settled = threading.Event()
         self._removed = False
@@ -167,6 +170,11 @@ class PersistentWatches:
             watch._settled.wait(self._client.settings.connection_timeout)
         return any(not w._removed for w in found)
 
+    def server_paths(self) -> set[str]:
+        """The server paths of every watch kept."""
+        with self._lock:
+            return {w._server_path for w in self._watches}
+
     def _forget(self, watch: PersistentWatch) -> tuple[KazooConnection, Fire] | None:
         with self._lock:
             if watch._removed:
@@ -187,6 +195,7 @@ class PersistentWatches:
                 fire = conn.route_watch(watch._server_path, watch._callback, watch.recursive)
                 watch._routed = (conn, fire)
             watch._seq = self._client.state_snapshot()[0]
+            watch.generation = conn.generation
         conn.add_watch_async(watch._server_path, watch.recursive).result(
             self._client.settings.connection_timeout
         )

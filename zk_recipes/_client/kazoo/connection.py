@@ -15,6 +15,7 @@ failures, the hooks and kazoo's logger are modules of their own.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import threading
@@ -67,6 +68,7 @@ from zk_recipes._client.kazoo.watches import (
     ForgetDataWatch,
     PersistentRouter,
     RemoveWatches,
+    set_watches_batches,
 )
 from zk_recipes._client.poll_select import poll_select
 from zk_recipes._client.resolve import check_hosts_resolve
@@ -92,6 +94,8 @@ T = TypeVar("T")
 #: Requests kazoo may hold queued while disconnected (see KazooConnection._admit); a
 #: socket pair holds a few hundred 1-byte wake-ups before a writer blocks.
 _MAX_QUEUED_DISCONNECTED = 128
+#: Paths per setWatches2 request, as the Java client batches them (ClientCnxn).
+_SET_WATCHES_BYTES = 128 * 1024
 #: How often a start looks whether ``abort_start()`` was called.
 _START_STEP = 0.1
 
@@ -158,6 +162,11 @@ class KazooConnection:
         #: Syncs sent by ``prove()`` so far (benchmarks subtract them from server counts).
         self.proof_syncs = 0
         self._connect_from: tuple[float, int | None] = (self.last_heard, None)
+        self._zxid_before = 0
+        #: Connections that came up, counted from 1 (``generation``), and for the
+        #: newest ones: (generation, session id, the zxid seen before it).
+        self.generation = 0
+        self._generations: collections.deque[tuple[int, int, int]] = collections.deque(maxlen=16)
         # Callers write their own requests while nothing is queued (direct_send's
         # docstring); TLS, SASL, auth schemes and read-only mode keep kazoo's path.
         self._direct = DirectSender(
@@ -251,6 +260,8 @@ class KazooConnection:
     def _connected_now(self) -> None:
         """The handshake answered: what it proves about when the server heard us."""
         self._last_problem.message = ""  # a problem is news only until the next connection
+        self.generation += 1
+        self._generations.append((self.generation, self._kz._session_id or 0, self._zxid_before))
         started, resuming = self._connect_from
         if resuming and self._kz._session_id == resuming:
             # A resumed session, with holds perhaps: the server heard us no
@@ -262,6 +273,20 @@ class KazooConnection:
             # the (possibly long) handshake's start, or from the old session's
             # silence, would only declare a fresh, healthy session LOST.
             self.last_heard = session_clock()
+
+    def resumed_since(self, generation: int) -> int | None:
+        """The zxid seen when connection ``generation`` ended, if its session is still ours.
+
+        None when that session ended since (expired: a new one has nothing of
+        it) or the record is too old.
+        """
+        records = {gen: (session, zxid) for gen, session, zxid in self._generations}
+        then, after = records.get(generation), records.get(generation + 1)
+        if then is None or after is None or not then[0]:
+            return None
+        if then[0] != self._generations[-1][1] or after[1] <= 0:
+            return None
+        return after[1]
 
     def _heard(self, sent_at: float) -> None:
         if sent_at > self.last_heard:
@@ -538,6 +563,35 @@ class KazooConnection:
         """Send ``addWatch``: the server keeps the watch on this TCP connection."""
         mode = PERSISTENT_RECURSIVE if recursive else PERSISTENT
         return self._call(AddWatch(path, mode), path, lambda r: None)
+
+    def catch_up(
+        self,
+        relative_zxid: int,
+        data: list[str],
+        child: list[str],
+        on_child: WatchCallback,
+        timeout: float,
+    ) -> int:
+        """Have the server flag what changed since ``relative_zxid`` (``setWatches2``).
+
+        Catch-up events for ``data`` (NodeDataChanged, NodeDeleted) reach the
+        persistent watchers as any event does; those for ``child``
+        (NodeChildrenChanged) go to ``on_child`` too while this runs. Every
+        one has arrived when this returns: the server sends them before its
+        reply. Returns the requests sent (128 KiB of paths each, as Java).
+        """
+        fire = self._watcher(on_child)
+        assert fire is not None
+        limit = min(_SET_WATCHES_BYTES, self._max_request - HEADER_BYTES - 64)
+        batches = set_watches_batches(relative_zxid, data, child, limit)
+        self._router.hear_children(fire, True)
+        try:
+            sent = [self._call(batch, "/", lambda r: None) for batch in batches]
+            for pending in sent:
+                pending.result(timeout)
+        finally:
+            self._router.hear_children(fire, False)
+        return len(batches)
 
     def remove_persistent(self, path: str, timeout: float) -> None:
         """Take a persistent watch off the server, sparing the connection's other watches.

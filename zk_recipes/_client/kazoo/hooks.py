@@ -6,8 +6,9 @@ kazoo upgrade must re-read each of them (kazoo is pinned to 2.11.x for it):
 
 - ``KazooClient._connection._submit``: a write's (or sync's) send time, kept by xid;
 - ``._read_header``: a reply to one of those proves the quorum heard us;
-- ``._connect``: per-connection bookkeeping, and how each attempt ended
-  (``refused_everywhere``);
+- ``._connect``: per-connection bookkeeping (``KazooClient.last_zxid`` as the
+  attempt starts: what the server's diff is relative to), and how each
+  attempt ended (``refused_everywhere``);
 - ``._invoke``: the negotiated timeout and the socket for direct sends, read
   from the handshake's reply before anyone hears CONNECTED;
 - ``._send_request`` / ``._send_ping``: kazoo's writers take the direct
@@ -70,6 +71,7 @@ class Hooked(Protocol):
     _sent: dict[int, float]
     _proving: Any
     _connect_from: tuple[float, int | None]
+    _zxid_before: int
     _router: PersistentRouter
     negotiated_timeout: float | None
 
@@ -118,6 +120,9 @@ def install_hooks(connection: Hooked) -> None:
         sent.clear()  # xids restart at 1 on every connection
         connection._proving = None  # a sync of the old connection is answered by nobody
         connection._connect_from = (session_clock(), connection._kz._session_id)
+        # The newest zxid any reply carried before this connection: nothing of it
+        # has been read yet (the Java client's relativeZxid for setWatches).
+        connection._zxid_before = connection._kz.last_zxid
         try:
             read_timeout, connect_timeout = connect(host, hostip, port)
         except BaseException as exc:

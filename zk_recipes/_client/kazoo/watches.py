@@ -13,6 +13,16 @@ kazoo 2.11 has none of them. The records follow zookeeper.jute exactly:
   persistent watch, and it takes the path's one-shot watches too). No reply
   body; NOWATCHER (-121) when nothing matched. (``checkWatches``, 17, has the
   same body; nothing here needs it, so it is not sent.)
+- ``setWatches2`` (105): ``SetWatches2 { long relativeZxid; vector<ustring>
+  dataWatches, existWatches, childWatches, persistentWatches,
+  persistentRecursiveWatches }``, no reply body. The server answers each
+  one-shot watch with a catch-up event when the node changed after
+  ``relativeZxid`` (data: NodeDeleted or NodeDataChanged by ``mzxid``; child:
+  NodeDeleted or NodeChildrenChanged by ``pzxid``), and only otherwise keeps
+  the watch, all before its reply and with no write in between. Sent with an
+  ordinary xid (the Java client's -8 only marks it in its logs), so the
+  reply says the catch-up is over. A cache uses it as the server's diff
+  after a reconnect (``zk_recipes._cache.engine``).
 
 The server sends one notification per connection per change, however many
 of the connection's watches it matches; the client fans it out
@@ -39,7 +49,7 @@ from collections import namedtuple
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kazoo.protocol.serialization import int_struct, write_string
+from kazoo.protocol.serialization import int_struct, long_struct, write_string
 
 from zk_recipes import _paths
 
@@ -106,6 +116,46 @@ class ForgetDataWatch(namedtuple("ForgetDataWatch", "path watcher_type then")):
         self.then()
 
 
+class SetWatches2(namedtuple("SetWatches2", "relative_zxid data exist child")):
+    """setWatches2 (opcode 105) with one-shot watches only: no reply body."""
+
+    type = 105
+
+    def serialize(self) -> bytearray:
+        body = bytearray(long_struct.pack(self.relative_zxid))
+        # persistentWatches and persistentRecursiveWatches go empty: the registry
+        # puts those back with addWatch, which says when each is on the server.
+        for paths in (self.data, self.exist, self.child, (), ()):
+            body.extend(int_struct.pack(len(paths)))
+            for path in paths:
+                body.extend(write_string(path))
+        return body
+
+    @classmethod
+    def deserialize(cls, buffer: bytes, offset: int) -> None:
+        return None
+
+
+def set_watches_batches(
+    relative_zxid: int, data: list[str], child: list[str], limit: int
+) -> list[SetWatches2]:
+    """The one-shot watches in requests of at most ``limit`` bytes of paths each."""
+    batches: list[SetWatches2] = []
+    batch: tuple[list[str], list[str]] = ([], [])
+    size = 0
+    for kind, paths in ((0, data), (1, child)):
+        for path in paths:
+            cost = 4 + len(path.encode())
+            if size + cost > limit and (batch[0] or batch[1]):
+                batches.append(SetWatches2(relative_zxid, batch[0], [], batch[1]))
+                batch, size = ([], []), 0
+            batch[kind].append(path)
+            size += cost
+    if batch[0] or batch[1]:
+        batches.append(SetWatches2(relative_zxid, batch[0], [], batch[1]))
+    return batches
+
+
 def ancestors(path: str) -> Iterator[str]:
     """``path`` itself, then each parent up to ``/`` (``/a/b`` -> ``/a/b``, ``/a``, ``/``)."""
     yield path
@@ -126,6 +176,8 @@ class PersistentRouter:
         self._lock = threading.Lock()
         self._exact: dict[str, frozenset[Fire]] = {}
         self._recursive: dict[str, frozenset[Fire]] = {}
+        #: While a setWatches2 catch-up is under way: who hears every CHILD event.
+        self._catch_up: frozenset[Fire] = frozenset()
 
     def add(self, path: str, fire: Fire, recursive: bool) -> None:
         with self._lock:
@@ -151,10 +203,15 @@ class PersistentRouter:
                 self._exact = table
             return not left
 
+    def hear_children(self, fire: Fire, on: bool) -> None:
+        """Route every CHILD event to ``fire`` too (``on``), or stop: a catch-up's window."""
+        with self._lock:
+            self._catch_up = self._catch_up | {fire} if on else self._catch_up - {fire}
+
     @property
     def empty(self) -> bool:
         """No persistent watcher at all: an event needs no look here (the usual case)."""
-        return not self._exact and not self._recursive
+        return not self._exact and not self._recursive and not self._catch_up
 
     def watches(self, path: str) -> bool:
         """Whether any persistent watcher of either mode is on exactly ``path``."""
@@ -167,7 +224,7 @@ class PersistentRouter:
     def route(self, event_type: int, path: str) -> list[Fire]:
         """The watchers an event of wire type ``event_type`` on ``path`` goes to."""
         if event_type == CHILD_EVENT:
-            return list(self._exact.get(path, ()))
+            return [*self._exact.get(path, ()), *self._catch_up]
         if event_type not in NODE_EVENTS:
             return []
         found: list[Fire] = list(self._exact.get(path, ()))
