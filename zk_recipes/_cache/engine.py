@@ -374,10 +374,7 @@ class CacheEngine:
 
     def _on_state(self, change: StateChange) -> None:
         self._queue(("state", change))
-        if self.one_shot and change.state in (
-            ConnectionState.CONNECTED,
-            ConnectionState.RECONNECTED,
-        ):
+        if self.one_shot and change.state.is_connected:  # READ_ONLY too
             self._queue(("resync",))  # kazoo dropped every one-shot watch with the connection
 
     def _run(self) -> None:
