@@ -7,7 +7,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 # chromium + chromium-driver: the Django admin page's one real-browser test.
-APT_PACKAGES=(zookeeper redis-server libcurator-recipes-java libcurator-framework-java chromium chromium-driver)
+APT_PACKAGES=(zookeeper redis-server libcurator-recipes-java libcurator-framework-java libcurator-discovery-java chromium chromium-driver)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

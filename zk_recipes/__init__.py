@@ -28,6 +28,9 @@ keeps it so, tier by tier, and fails on any import cycle):
 - the faces: ``frameworks`` (the kit every framework face shares), ``testing``
   and ``cli``; then the integrations.
 
+Size: over the house limit (tests/test_module_sizes.py): the facade names
+every public name twice (imported, then in ``__all__``) and nothing else.
+
 Public classes report ``zk_recipes.<Name>`` in reprs and tracebacks (their
 ``__module__`` is rewritten below, as trio does), so the private layout can
 change without users noticing.
@@ -121,6 +124,7 @@ from zk_recipes._errors import (
     SessionLost as SessionLost,
     SessionMovedError as SessionMovedError,
     UnavailableError as UnavailableError,
+    UnreadableInstanceError as UnreadableInstanceError,
     UnsupportedFeatureError as UnsupportedFeatureError,
     WrongTypeError as WrongTypeError,
     ZkRecipesError as ZkRecipesError,
@@ -221,6 +225,22 @@ from zk_recipes._types import (
     ZnodeStat as ZnodeStat,
     digest_acl as digest_acl,
 )
+from zk_recipes.discovery import (
+    DownInstancePolicy as DownInstancePolicy,
+    ProviderStrategy as ProviderStrategy,
+    RandomStrategy as RandomStrategy,
+    RoundRobinStrategy as RoundRobinStrategy,
+    ServiceCache as ServiceCache,
+    ServiceCacheEvent as ServiceCacheEvent,
+    ServiceDiscovery as ServiceDiscovery,
+    ServiceInstance as ServiceInstance,
+    ServiceProvider as ServiceProvider,
+    ServiceType as ServiceType,
+    StickyStrategy as StickyStrategy,
+    UriPart as UriPart,
+    UriSpec as UriSpec,
+    spring_cloud_payload as spring_cloud_payload,
+)
 
 __version__ = "0.1.0.dev0"
 
@@ -257,6 +277,7 @@ __all__ = [
     "CreateResult",
     "DataTooLargeError",
     "DoubleBarrier",
+    "DownInstancePolicy",
     "ErrorPolicy",
     "ExponentialBackoffRetry",
     "GroupMember",
@@ -297,8 +318,10 @@ __all__ = [
     "PlateauRetry",
     "ProcessClient",
     "PromotedToLock",
+    "ProviderStrategy",
     "QueuedNode",
     "RLock",
+    "RandomStrategy",
     "ReadLock",
     "ReadWriteLock",
     "RecipeHolders",
@@ -311,20 +334,31 @@ __all__ = [
     "RetryOneTime",
     "RetryPolicy",
     "RetryUntilElapsed",
+    "RoundRobinStrategy",
     "Semaphore",
     "SemaphoreMutex",
     "SemaphoreStatistics",
     "SequenceOverflowError",
+    "ServiceCache",
+    "ServiceCacheEvent",
+    "ServiceDiscovery",
+    "ServiceInstance",
+    "ServiceProvider",
+    "ServiceType",
     "SessionLost",
     "SessionMovedError",
     "Setting",
     "SharedCount",
     "Spelling",
     "StateChange",
+    "StickyStrategy",
     "TlsOptions",
     "TreeCache",
     "UnavailableError",
+    "UnreadableInstanceError",
     "UnsupportedFeatureError",
+    "UriPart",
+    "UriSpec",
     "VersionedValue",
     "WatchEvent",
     "WatchEventType",
@@ -343,6 +377,7 @@ __all__ = [
     "register_layout",
     "retry",
     "settings_from_env",
+    "spring_cloud_payload",
     "validate_path",
 ]
 

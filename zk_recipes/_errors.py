@@ -184,6 +184,13 @@ class CorruptedValueError(NodeError, ValueError):
     """A counter node holds fewer bytes than its number needs (Curator: "Corrupted data")."""
 
 
+class UnreadableInstanceError(ZkRecipesError, ValueError):
+    """A service instance node that does not parse as curator-x-discovery's JSON.
+
+    Queries and caches skip such a node (logged, counted) rather than fail.
+    """
+
+
 class SequenceOverflowError(NodeError):
     """A contender directory's 32-bit sequence counter wrapped: its queue order is broken.
 

@@ -32,6 +32,7 @@ import importlib.util
 import re
 import threading
 import weakref
+from collections.abc import Sequence
 from typing import Protocol
 
 from zk_recipes._errors import ConfigurationError, WrongTypeError
@@ -106,7 +107,33 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
         (),
         "Guaranteed deletes still being retried in the background",
     ),
+    "zk_recipes_service_instances_registered": (
+        "gauge",
+        ("service",),
+        "Service instances this process keeps registered (open ServiceDiscovery objects)",
+    ),
+    "zk_recipes_service_registrations_total": (
+        "counter",
+        ("service",),
+        "Service instances registered (register() calls that wrote a node)",
+    ),
+    "zk_recipes_service_reregistrations_total": (
+        "counter",
+        ("service",),
+        "Service instances registered again: after a new session, or their node deleted",
+    ),
+    "zk_recipes_service_instances_unreadable_total": (
+        "counter",
+        ("service",),
+        "Service instance nodes skipped by queries and caches because they do not parse",
+    ),
 }
+#: The counters above that recipes record with ``Sink.count``.
+COUNTED = (
+    "zk_recipes_service_registrations_total",
+    "zk_recipes_service_reregistrations_total",
+    "zk_recipes_service_instances_unreadable_total",
+)
 
 
 class Sink(Protocol):
@@ -137,6 +164,17 @@ class Sink(Protocol):
         """Add one to a counter defined with ``zk_recipes.metrics.define_counter``."""
 
 
+class Registering(Protocol):
+    """A ServiceDiscovery, as the registered-instances gauge sees it."""
+
+    def registered(self) -> Sequence[_Named]: ...
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
 class Observed(Protocol):
     """A client, as the scrape-time gauges see it."""
 
@@ -150,6 +188,8 @@ sink: Sink | None = None
 
 #: Live clients, for the gauges read at scrape time.
 clients: weakref.WeakSet[Observed] = weakref.WeakSet()
+#: Open ServiceDiscovery objects, for the registered-instances gauge.
+discoveries: weakref.WeakSet[Registering] = weakref.WeakSet()
 
 _guard = threading.Lock()
 #: (template, compiled pattern, label), in registration order: the first match wins.

@@ -55,7 +55,10 @@ class CounterSpec:
     labelnames: tuple[str, ...]
 
 
-_specs: dict[str, CounterSpec] = {}
+#: The core's counters recorded with ``Sink.count``, then those integrations define.
+_specs: dict[str, CounterSpec] = {
+    name: CounterSpec(name, _help(name), _metrics.METRICS[name][1]) for name in _metrics.COUNTED
+}
 _sinks: dict[int, PrometheusSink] = {}
 _sinks_guard = threading.Lock()
 
@@ -82,6 +85,11 @@ class _ClientCollector:
         yield GaugeMetricFamily(
             "zk_recipes_guaranteed_deletes_pending", _help("zk_recipes_guaranteed_deletes_pending")
         )
+        yield GaugeMetricFamily(
+            "zk_recipes_service_instances_registered",
+            _help("zk_recipes_service_instances_registered"),
+            labels=["service"],
+        )
 
     def collect(self) -> Iterator[Metric]:
         states = dict.fromkeys(GAUGE_STATES, 0)
@@ -102,6 +110,18 @@ class _ClientCollector:
             _help("zk_recipes_guaranteed_deletes_pending"),
             value=pending,
         )
+        services: dict[str, int] = {}
+        for discovery in list(_metrics.discoveries):
+            for instance in discovery.registered():
+                services[instance.name] = services.get(instance.name, 0) + 1
+        registered = GaugeMetricFamily(
+            "zk_recipes_service_instances_registered",
+            _help("zk_recipes_service_instances_registered"),
+            labels=["service"],
+        )
+        for service, count in sorted(services.items()):
+            registered.add_metric([service], count)
+        yield registered
 
 
 class PrometheusSink:
