@@ -227,6 +227,7 @@ from zk_recipes._types import (
 )
 from zk_recipes.discovery import (
     DownInstancePolicy as DownInstancePolicy,
+    JavaValue as JavaValue,
     ProviderStrategy as ProviderStrategy,
     RandomStrategy as RandomStrategy,
     RoundRobinStrategy as RoundRobinStrategy,
@@ -282,6 +283,7 @@ __all__ = [
     "ExponentialBackoffRetry",
     "GroupMember",
     "InvalidPathError",
+    "JavaValue",
     "LeaderLatch",
     "LeaderLatchListener",
     "LeaderLatchStatistics",
@@ -391,7 +393,10 @@ def _fixup_module_metadata(module_name: str, namespace: dict[str, object]) -> No
             return
         seen.add(id(obj))
         module = getattr(obj, "__module__", None)
-        if not isinstance(module, str) or not module.startswith("zk_recipes._"):
+        # A private module of the core, or of a public family (zk_recipes.discovery._x).
+        if not isinstance(module, str) or not (
+            module.startswith("zk_recipes._") or module.startswith("zk_recipes.discovery._")
+        ):
             return
         try:
             obj.__module__ = module_name

@@ -11,6 +11,7 @@ import pytest
 
 from zk_recipes import (
     ConfigurationError,
+    JavaValue,
     ServiceInstance,
     ServiceType,
     UnreadableInstanceError,
@@ -152,3 +153,18 @@ def test_bad_fields_and_unreadable_nodes_say_what_is_wrong() -> None:
     # Unknown keys are ignored, as Curator's reader is told to.
     read = ServiceInstance.from_json(b'{"name":"a","id":"b","extra":1,"registrationTimeUTC":3}')
     assert (read.name, read.id, read.registration_time_utc, read.address) == ("a", "b", 3, None)
+
+
+def test_longs_and_other_typed_values_are_written_as_jackson_types_them() -> None:
+    def payload_of(value: object) -> bytes:
+        data = ServiceInstance(name="s", id="i", address=None, payload=value).to_json()
+        return data[data.index(b'"payload":') + 10 : data.index(b',"registrationTimeUTC"')]
+
+    assert payload_of(2**31 - 1) == b"2147483647"  # an Integer: bare
+    assert payload_of(2**31) == b'["java.lang.Long",2147483648]'
+    assert payload_of(2**64) == b'["java.math.BigInteger",18446744073709551616]'
+    assert payload_of(JavaValue("java.lang.Long", 5)) == b'["java.lang.Long",5]'
+    assert payload_of("😀") == b'"\\uD83D\\uDE00"'  # beyond U+FFFF: a surrogate pair
+    for value in (2**31, 2**64, JavaValue("java.lang.Long", 5), JavaValue("java.lang.Float", 1.5)):
+        instance = ServiceInstance(name="s", id="i", address=None, payload=value)
+        assert ServiceInstance.from_json(instance.to_json()) == instance

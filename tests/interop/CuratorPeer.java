@@ -5,6 +5,8 @@
  * Design note
  * -----------
  * Start:  java -cp <curator jars>:<dir> CuratorPeer <connectString> [sessionTimeoutMs]
+ * (the jars include curator-x-discovery and Jackson; <dir> also holds the extra Java sources
+ * under java/ compiled alongside, e.g. a stand-in for Spring Cloud's payload class)
  * The peer builds one CuratorFramework (ExponentialBackoffRetry(100, 5), connection timeout =
  * session timeout, default 4000 ms), waits until connected and prints READY (or "ERR ..." and
  * exits 2). Then it reads one command per line from stdin and writes exactly one reply line,
@@ -64,6 +66,28 @@
  * Caches:
  *   cache NAME PATH                  CuratorCache (recursive), started (EVENT NAME initialized)
  *   cachedump NAME                   -> OK <path>=<hex data>:<mzxid hex> ... sorted by path
+ * Service discovery (curator-x-discovery). Instances travel as the bytes of Curator's default
+ * JsonInstanceSerializer(Object.class) (compatible mode: no "enabled" key), hex-encoded, so
+ * JSON with spaces never splits an argument. A payload whose JSON object names its Java class
+ * ("@class") is read as that class: it must be on the classpath (java.util.*, and the stand-in
+ * Spring Cloud ZookeeperInstance compiled with this peer). SERVICE and ID contain no spaces.
+ *   discovery NAME BASEPATH          ServiceDiscovery<Object>, started
+ *   register NAME HEXJSON            registerService(deserialize(HEXJSON))
+ *   update NAME HEXJSON              updateService(...) (an instance this discovery registered)
+ *   unregister NAME SERVICE ID       unregisterService (Curator finds its own registration by
+ *                                       ID; an instance it did not register is left alone)
+ *   query NAME SERVICE               -> OK <hex instance> ... queryForInstances, in id order
+ *   instance NAME SERVICE ID         -> OK <hex instance>|OK -   queryForInstance
+ *   names NAME                       -> OK <service names, sorted>   queryForNames
+ *   reserialize HEXJSON              -> OK <hex>: a fresh serializer's deserialize + serialize
+ *   servicecache NAME DISCOVERY SERVICE   ServiceCache, started (initial load in);
+ *                                       EVENT NAME changed on each cacheChanged
+ *   cacheids NAME                    -> OK <ids of getInstances(), sorted>
+ *   provider NAME DISCOVERY SERVICE roundrobin|random|sticky
+ *                                    ServiceProvider, started (sticky = Sticky over round robin)
+ *   pick NAME                        -> OK <id of getInstance()>|OK -  (none)
+ *   Closing a discovery closes (and forgets) the caches and providers made from it first,
+ *   then the discovery, which deletes the instances it registered.
  * Any handle:
  *   close NAME [SILENT|NOTIFY_LEADER] -> OK: releases what a lock holds, closes the recipe,
  *                                       forgets the handle (the close mode is for latches)
@@ -129,6 +153,18 @@ import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.curator.utils.ZKPaths;
+import org.apache.curator.x.discovery.ProviderStrategy;
+import org.apache.curator.x.discovery.ServiceCache;
+import org.apache.curator.x.discovery.ServiceDiscovery;
+import org.apache.curator.x.discovery.ServiceDiscoveryBuilder;
+import org.apache.curator.x.discovery.ServiceInstance;
+import org.apache.curator.x.discovery.ServiceProvider;
+import org.apache.curator.x.discovery.ServiceType;
+import org.apache.curator.x.discovery.details.JsonInstanceSerializer;
+import org.apache.curator.x.discovery.details.ServiceCacheListener;
+import org.apache.curator.x.discovery.strategies.RandomStrategy;
+import org.apache.curator.x.discovery.strategies.RoundRobinStrategy;
+import org.apache.curator.x.discovery.strategies.StickyStrategy;
 
 public final class CuratorPeer {
     /** Upper bound for a synchronous step on a handle's thread beyond its own timeout. */
@@ -668,6 +704,112 @@ public final class CuratorPeer {
         }
     }
 
+    // -- service discovery (curator-x-discovery) ---------------------------------------------
+
+    /** Curator's default serializer: payloads of any class Jackson can resolve from "@class"
+     *  (scalars need none), written in compatible mode (no "enabled" key). */
+    static JsonInstanceSerializer<Object> newSerializer() {
+        return new JsonInstanceSerializer<>(Object.class);
+    }
+
+    static final class DiscoveryHandle extends Handle {
+        final JsonInstanceSerializer<Object> serializer = newSerializer();
+        final ServiceDiscovery<Object> discovery;
+        /** Caches and providers built from this discovery: its close closes them first. */
+        final List<Handle> dependents = new ArrayList<>();
+
+        DiscoveryHandle(String name, String basePath) throws Exception {
+            super(name);
+            discovery = ServiceDiscoveryBuilder.builder(Object.class)
+                    .client(client)
+                    .basePath(basePath)
+                    .serializer(serializer)
+                    .build();
+            discovery.start();
+        }
+
+        /** Serialized instances in id order, each as lower-case hex, space-separated. */
+        String hexInstances(Collection<ServiceInstance<Object>> instances) throws Exception {
+            List<ServiceInstance<Object>> sorted = new ArrayList<>(instances);
+            sorted.sort(Comparator.comparing(ServiceInstance::getId));
+            List<String> out = new ArrayList<>();
+            for (ServiceInstance<Object> instance : sorted) {
+                out.add(hex(serializer.serialize(instance)));
+            }
+            return String.join(" ", out);
+        }
+
+        void close(String mode) throws Exception {
+            try {
+                for (Handle dependent : dependents) {
+                    if (handles.get(dependent.name) == dependent) {
+                        handles.remove(dependent.name);
+                        dependent.close(null);
+                    }
+                }
+            } finally {
+                dependents.clear();
+                discovery.close(); // deletes what it registered
+            }
+        }
+    }
+
+    static final class ServiceCacheHandle extends Handle {
+        final ServiceCache<Object> cache;
+
+        ServiceCacheHandle(String name, DiscoveryHandle owner, String service) throws Exception {
+            super(name);
+            cache = owner.discovery.serviceCacheBuilder().name(service).build();
+            cache.addListener(new ServiceCacheListener() {
+                public void cacheChanged() {
+                    event(name, "changed");
+                }
+
+                public void stateChanged(CuratorFramework c, ConnectionState state) {
+                }
+            });
+            cache.start(); // returns once the initial load is in
+            owner.dependents.add(this);
+        }
+
+        void close(String mode) throws Exception {
+            cache.close();
+        }
+    }
+
+    static final class ProviderHandle extends Handle {
+        final ServiceProvider<Object> provider;
+
+        ProviderHandle(String name, DiscoveryHandle owner, String service, String strategy)
+                throws Exception {
+            super(name);
+            ProviderStrategy<Object> chosen;
+            switch (strategy) {
+                case "roundrobin":
+                    chosen = new RoundRobinStrategy<>();
+                    break;
+                case "random":
+                    chosen = new RandomStrategy<>();
+                    break;
+                case "sticky":
+                    chosen = new StickyStrategy<>(new RoundRobinStrategy<>());
+                    break;
+                default:
+                    throw new CommandError("strategy must be roundrobin, random or sticky");
+            }
+            provider = owner.discovery.serviceProviderBuilder()
+                    .serviceName(service)
+                    .providerStrategy(chosen)
+                    .build();
+            provider.start();
+            owner.dependents.add(this);
+        }
+
+        void close(String mode) throws Exception {
+            provider.close();
+        }
+    }
+
     // -- command helpers ----------------------------------------------------------------------
 
     static void need(String[] a, int min, int max, String usage) throws CommandError {
@@ -747,6 +889,17 @@ public final class CuratorPeer {
             sb.append(String.format("%02x", b & 0xff));
         }
         return sb.toString();
+    }
+
+    static byte[] unhex(String text) throws CommandError {
+        if (text.length() % 2 != 0 || !text.matches("[0-9a-fA-F]*")) {
+            throw new CommandError("not hex: " + text);
+        }
+        byte[] out = new byte[text.length() / 2];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = (byte) Integer.parseInt(text.substring(2 * i, 2 * i + 2), 16);
+        }
+        return out;
     }
 
     static String atomic(AtomicValue<Long> v) {
@@ -985,6 +1138,85 @@ public final class CuratorPeer {
             case "cachedump": {
                 need(a, 2, 2, "cachedump NAME");
                 return ok(handle(a[1], CacheHandle.class, "a cache").dump());
+            }
+            case "discovery": {
+                need(a, 3, 3, "discovery NAME BASEPATH");
+                String name = newName(a[1]);
+                handles.put(name, new DiscoveryHandle(name, a[2]));
+                return "OK";
+            }
+            case "register": {
+                need(a, 3, 3, "register NAME HEXJSON");
+                DiscoveryHandle h = handle(a[1], DiscoveryHandle.class, "a discovery");
+                h.discovery.registerService(h.serializer.deserialize(unhex(a[2])));
+                return "OK";
+            }
+            case "update": {
+                need(a, 3, 3, "update NAME HEXJSON");
+                DiscoveryHandle h = handle(a[1], DiscoveryHandle.class, "a discovery");
+                h.discovery.updateService(h.serializer.deserialize(unhex(a[2])));
+                return "OK";
+            }
+            case "unregister": {
+                need(a, 4, 4, "unregister NAME SERVICE ID");
+                DiscoveryHandle h = handle(a[1], DiscoveryHandle.class, "a discovery");
+                // Curator looks the registration up by id only; the rest is filler.
+                h.discovery.unregisterService(new ServiceInstance<Object>(
+                        a[2], a[3], null, null, null, null, 0L, ServiceType.DYNAMIC, null));
+                return "OK";
+            }
+            case "query": {
+                need(a, 3, 3, "query NAME SERVICE");
+                DiscoveryHandle h = handle(a[1], DiscoveryHandle.class, "a discovery");
+                return ok(h.hexInstances(h.discovery.queryForInstances(a[2])));
+            }
+            case "instance": {
+                need(a, 4, 4, "instance NAME SERVICE ID");
+                DiscoveryHandle h = handle(a[1], DiscoveryHandle.class, "a discovery");
+                ServiceInstance<Object> found = h.discovery.queryForInstance(a[2], a[3]);
+                return "OK " + (found == null ? "-" : hex(h.serializer.serialize(found)));
+            }
+            case "names": {
+                need(a, 2, 2, "names NAME");
+                DiscoveryHandle h = handle(a[1], DiscoveryHandle.class, "a discovery");
+                List<String> names = new ArrayList<>(h.discovery.queryForNames());
+                names.sort(null);
+                return ok(String.join(" ", names));
+            }
+            case "reserialize": {
+                need(a, 2, 2, "reserialize HEXJSON");
+                JsonInstanceSerializer<Object> serializer = newSerializer();
+                return ok(hex(serializer.serialize(serializer.deserialize(unhex(a[1])))));
+            }
+            case "servicecache": {
+                need(a, 4, 4, "servicecache NAME DISCOVERY SERVICE");
+                String name = newName(a[1]);
+                DiscoveryHandle owner = handle(a[2], DiscoveryHandle.class, "a discovery");
+                handles.put(name, new ServiceCacheHandle(name, owner, a[3]));
+                return "OK";
+            }
+            case "cacheids": {
+                need(a, 2, 2, "cacheids NAME");
+                List<String> ids = new ArrayList<>();
+                for (ServiceInstance<Object> instance
+                        : handle(a[1], ServiceCacheHandle.class, "a servicecache").cache.getInstances()) {
+                    ids.add(instance.getId());
+                }
+                ids.sort(null);
+                return ok(String.join(" ", ids));
+            }
+            case "provider": {
+                need(a, 5, 5, "provider NAME DISCOVERY SERVICE roundrobin|random|sticky");
+                String name = newName(a[1]);
+                DiscoveryHandle owner = handle(a[2], DiscoveryHandle.class, "a discovery");
+                handles.put(name, new ProviderHandle(name, owner, a[3], a[4]));
+                return "OK";
+            }
+            case "pick": {
+                need(a, 2, 2, "pick NAME");
+                ServiceInstance<Object> picked =
+                        handle(a[1], ProviderHandle.class, "a provider").provider.getInstance();
+                return "OK " + (picked == null ? "-" : picked.getId());
             }
             case "cycles":
                 return cycles(a);

@@ -16,9 +16,17 @@ finishes. Its header comment is the full protocol; in short::
     hasleadership NAME   ourpath NAME   await NAME MS   yield NAME
     get NAME   set NAME V   trysetcount NAME OLD NEW   versioned NAME
     add NAME DELTA   cas NAME OLD NEW
+    cache NAME PATH   cachedump NAME
+    discovery NAME BASEPATH   register|update NAME HEXJSON   unregister NAME SERVICE ID
+    query NAME SERVICE (hex instances)   instance NAME SERVICE ID   names NAME
+    reserialize HEXJSON   servicecache NAME DISC SERVICE   cacheids NAME
+    provider NAME DISC SERVICE roundrobin|random|sticky   pick NAME
     getdata PATH (hex)   children PATH   session (hex)   ping   closeclient   quit
 
-``build_curator_peer`` compiles the Java file once (the ``curator_build``
+Service instances cross the protocol as the hex of Curator's JSON bytes.
+
+``build_curator_peer`` compiles the Java file, with the extra sources under
+``java/`` (a stand-in for Spring Cloud's payload class), once (the ``curator_build``
 fixture does it once per test session); ``CuratorPeer`` runs one JVM with one
 CuratorFramework, i.e. one ZooKeeper session. One background thread reads the
 JVM's stdout and sorts lines into replies (a queue that ``call`` takes from,
@@ -53,9 +61,14 @@ from typing import IO, Protocol
 from zk_recipes.testing import DEFAULT_JVM_OPTIONS
 
 SOURCE = Path(__file__).with_name("CuratorPeer.java")
+# Compiled with the peer: payload classes a Java service would have on its classpath, so
+# Jackson can resolve a payload's "@class" (org/springframework/.../ZookeeperInstance.java).
+EXTRA_SOURCES_DIR = Path(__file__).with_name("java")
 MAIN_CLASS = "CuratorPeer"
 DEBIAN_JAVA_DIR = Path("/usr/share/java")
-INSTALL_HINT = "apt-get install -y libcurator-recipes-java libcurator-framework-java"
+INSTALL_HINT = (
+    "apt-get install -y libcurator-recipes-java libcurator-framework-java libcurator-discovery-java"
+)
 
 # What Curator 5.4 loads at runtime (Debian's jars use unshaded Guava; the ZooKeeper
 # client needs no netty: it talks NIO). The manifests' Class-Path would pull most of
@@ -68,6 +81,11 @@ REQUIRED_JARS: tuple[str, ...] = (
     "zookeeper-jute.jar",
     "guava.jar",
     "slf4j-api.jar",
+    # service discovery: curator-x-discovery and the Jackson it serializes instances with
+    "curator-x-discovery.jar",
+    "jackson-databind.jar",
+    "jackson-core.jar",
+    "jackson-annotations.jar",
 )
 # The first one found silences logging: nop drops it, simple is told to log warnings only.
 LOGGING_JARS: tuple[str, ...] = ("slf4j-nop.jar", "slf4j-simple.jar")
@@ -126,7 +144,7 @@ def curator_classpath(java_dir: Path = DEBIAN_JAVA_DIR) -> list[Path]:
         raise CuratorUnavailable(
             f"Curator 5.4 jars not found in {java_dir} (missing: {', '.join(missing)}). "
             f"Install them, as root: {INSTALL_HINT} "
-            "(this pulls in ZooKeeper, Guava and slf4j too)"
+            "(this pulls in ZooKeeper, Guava, slf4j and Jackson too)"
         )
     jars = [java_dir / name for name in REQUIRED_JARS]
     for name in LOGGING_JARS:
@@ -136,6 +154,11 @@ def curator_classpath(java_dir: Path = DEBIAN_JAVA_DIR) -> list[Path]:
     return jars
 
 
+def peer_sources() -> list[Path]:
+    """``CuratorPeer.java`` and the extra sources under ``java/``, in a stable order."""
+    return [SOURCE, *sorted(EXTRA_SOURCES_DIR.rglob("*.java"))]
+
+
 def build_curator_peer(
     directory: Path,
     *,
@@ -143,7 +166,8 @@ def build_curator_peer(
     environ: Mapping[str, str] | None = None,
     timeout: float = 120.0,
 ) -> CuratorBuild:
-    """Compile ``CuratorPeer.java`` into ``directory`` and return how to run it.
+    """Compile ``CuratorPeer.java`` (and ``peer_sources``' extras) into ``directory``
+    and return how to run it.
 
     Raises ``CuratorUnavailable`` when Java or the jars are missing, and
     ``CuratorPeerError`` when javac fails (a bug in the Java file, not the machine).
@@ -154,7 +178,15 @@ def build_curator_peer(
     javac = _find_tool("javac", env)
     classpath = os.pathsep.join(str(jar) for jar in jars)
     directory.mkdir(parents=True, exist_ok=True)
-    command = [str(javac), "-nowarn", "-cp", classpath, "-d", str(directory), str(SOURCE)]
+    command = [
+        str(javac),
+        "-nowarn",
+        "-cp",
+        classpath,
+        "-d",
+        str(directory),
+        *(str(source) for source in peer_sources()),
+    ]
     try:
         result = subprocess.run(
             command, capture_output=True, text=True, timeout=timeout, check=False

@@ -18,7 +18,10 @@ from zk_recipes.discovery._instance import (
     ServiceInstance as ServiceInstance,
     ServiceType as ServiceType,
 )
-from zk_recipes.discovery._payload import spring_cloud_payload as spring_cloud_payload
+from zk_recipes.discovery._payload import (
+    JavaValue as JavaValue,
+    spring_cloud_payload as spring_cloud_payload,
+)
 from zk_recipes.discovery._provider import (
     DownInstancePolicy as DownInstancePolicy,
     ProviderStrategy as ProviderStrategy,
@@ -31,6 +34,7 @@ from zk_recipes.discovery._uri_spec import UriPart as UriPart, UriSpec as UriSpe
 
 __all__ = [
     "DownInstancePolicy",
+    "JavaValue",
     "ProviderStrategy",
     "RandomStrategy",
     "RoundRobinStrategy",

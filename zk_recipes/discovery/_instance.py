@@ -22,7 +22,7 @@ from typing import Any
 
 from zk_recipes._errors import ConfigurationError, UnreadableInstanceError
 from zk_recipes.discovery import _json
-from zk_recipes.discovery._payload import check_payload
+from zk_recipes.discovery._payload import check_payload, from_wire, to_wire
 from zk_recipes.discovery._uri_spec import UriSpec
 
 
@@ -148,7 +148,7 @@ class ServiceInstance:
             "address": self.address,
             "port": self.port,
             "sslPort": self.ssl_port,
-            "payload": self.payload,
+            "payload": to_wire(self.payload),
             "registrationTimeUTC": self.registration_time_utc,
             "serviceType": self.service_type.value,
             "uriSpec": self.uri_spec.to_wire() if self.uri_spec is not None else None,
@@ -179,7 +179,7 @@ class ServiceInstance:
                 address=body.get("address"),
                 port=body.get("port"),
                 ssl_port=body.get("sslPort"),
-                payload=body.get("payload"),
+                payload=from_wire(body.get("payload")),
                 registration_time_utc=body.get("registrationTimeUTC", 0),
                 service_type=body.get("serviceType") or ServiceType.DYNAMIC,
                 uri_spec=UriSpec.from_wire(uri) if uri is not None else None,

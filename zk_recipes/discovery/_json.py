@@ -1,6 +1,8 @@
 """JSON written as Jackson's default ObjectMapper writes it, so our bytes equal Curator's.
 
-Compact (no spaces), UTF-8 without ``\\u`` escapes for non-ASCII text, the
+Compact (no spaces), UTF-8 without ``\\u`` escapes for non-ASCII text
+(except characters beyond U+FFFF, which Jackson writes as an escaped
+surrogate pair, ``\\uD83D\\uDE00``), the
 short escapes ``\\" \\\\ \\b \\f \\n \\r \\t``, other control characters as
 ``\\u00XX`` with upper-case hex (Python writes lower case), ``/`` as is; keys
 in the order given. A float is written as Java's ``Double.toString`` does:
@@ -15,13 +17,17 @@ import math
 import re
 from typing import Any
 
-_CONTROL = re.compile(r"[\x00-\x1f\"\\]")
+_CONTROL = re.compile(r"[\x00-\x1f\"\\\U00010000-\U0010ffff]")
 _SHORT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _escape(match: re.Match[str]) -> str:
     char = match.group(0)
-    return _SHORT.get(char) or f"\\u{ord(char):04X}"
+    code = ord(char)
+    if code > 0xFFFF:
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04X}\\u{0xDC00 + (code & 0x3FF):04X}"
+    return _SHORT.get(char) or f"\\u{code:04X}"
 
 
 def string(text: str) -> str:

@@ -8,8 +8,13 @@ or cast, makes Java's ``queryForInstances`` throw for the whole service (one
 bad instance hides every other; its ServiceCache silently drops it). So a
 payload is refused at ``register()`` unless it is:
 
-- None, a str, an int, a finite float or a bool (read as String, Integer or
-  Long, Double, Boolean);
+- None, a str, an int, a finite float or a bool (read as String, Integer,
+  Double, Boolean; an int beyond 32 bits is written as Jackson writes a
+  Long, ``["java.lang.Long", n]``, and beyond 64 bits as a BigInteger);
+- a ``JavaValue(java_class, value)``: any other value Jackson writes with
+  its class in front (``["java.lang.Long", 5]``, ``["java.lang.Float", 1.5]``,
+  ``["java.util.ArrayList", [...]]``), as read from a Java writer, so it is
+  written back byte for byte;
 - a dict whose first key is ``"@class"``, naming a Java class
   (``java.util.HashMap`` and ``java.util.LinkedHashMap`` load everywhere;
   ``spring_cloud_payload()`` writes Spring Cloud Zookeeper's
@@ -21,6 +26,7 @@ were built with; a payload that would not cast to it is refused too.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping
@@ -39,6 +45,49 @@ _SCALAR_CLASSES = {
 }
 _ANY = ("java.lang.Object", None)
 _JAVA_NAME = re.compile(r"[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*")
+
+
+@dataclasses.dataclass(frozen=True)
+class JavaValue:
+    """A payload Jackson writes with its Java class before it: ``["java.lang.Long", 5]``.
+
+    Jackson writes String, Integer, Double and Boolean payloads bare and
+    every other value as ``[class, value]``; reading a Java peer's Long gives
+    ``JavaValue("java.lang.Long", 5)``, which writes back the same bytes.
+    """
+
+    java_class: str
+    value: Any
+
+
+_INT32 = range(-(2**31), 2**31)
+_INT64 = range(-(2**63), 2**63)
+
+
+def to_wire(payload: object) -> object:
+    """The payload as Jackson's typed writer puts it in the JSON."""
+    if isinstance(payload, JavaValue):
+        return [payload.java_class, payload.value]
+    if isinstance(payload, int) and not isinstance(payload, bool) and payload not in _INT32:
+        return ["java.lang.Long" if payload in _INT64 else "java.math.BigInteger", payload]
+    return payload
+
+
+def from_wire(value: object) -> object:
+    """The payload read from the JSON (a ``[class, value]`` pair becomes a JavaValue)."""
+    if not isinstance(value, list):
+        return value
+    if len(value) != 2 or not isinstance(value[0], str):
+        raise ValueError(f"a payload list must be [java class, value], got {value!r}")
+    java_class, inner = value
+    # What a plain int writes as reads back as the int itself.
+    whole = isinstance(inner, int) and not isinstance(inner, bool)
+    if whole and (
+        (java_class == "java.lang.Long" and inner in _INT64 and inner not in _INT32)
+        or (java_class == "java.math.BigInteger" and inner not in _INT64)
+    ):
+        return inner
+    return JavaValue(java_class, inner)
 
 
 def spring_cloud_payload(
@@ -62,6 +111,16 @@ def check_payload(payload: object, payload_class: str | None = None, *, where: s
     """ConfigurationError saying why a Java reader could not read ``payload``."""
     what = f"the payload of {where}" if where else "the payload"
     if payload is None:
+        return
+    if isinstance(payload, JavaValue):
+        if not isinstance(payload.java_class, str) or not _JAVA_NAME.fullmatch(payload.java_class):
+            raise ConfigurationError(f"{what}: not a Java class name: {payload.java_class!r}")
+        if payload_class not in (*_ANY, payload.java_class):
+            raise ConfigurationError(
+                f"{what} is read as {payload.java_class}, which Java cannot cast to the "
+                f"{payload_class} its ServiceDiscovery was built with"
+            )
+        _check_json(payload.value, what)
         return
     if isinstance(payload, dict):
         _check_object(payload, payload_class, what)
