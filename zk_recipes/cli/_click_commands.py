@@ -1,4 +1,4 @@
-"""The click commands every command line shares: lock, leader, holders, status.
+"""The click commands every command line shares: lock, leader, announce, holders, services, status.
 
 Built once, by ``add_click_commands(group, config_of, ...)``, and added to the
 ``zk-recipes`` group (settings from the environment and ``--hosts`` /
@@ -19,6 +19,7 @@ group's own help included (``{EXIT_CODES}`` there is the summary line).
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn, TypeVar
@@ -32,15 +33,18 @@ from zk_recipes import (
     ConnectionLostError,
     ConnectTimeoutError,
     RecipesConfig,
+    ServiceInstance,
+    ServiceType,
     SessionLost,
     ZkClient,
     ZkTimeoutError,
 )
+from zk_recipes.cli._announced import run_announced
 from zk_recipes.cli._arguments import check_path, parse_seconds
 from zk_recipes.cli._exit_codes import ExitCode
 from zk_recipes.cli._guarded import run_as_leader, run_locked
 from zk_recipes.cli._outage import connect_timeout
-from zk_recipes.cli._reports import print_holders, print_status
+from zk_recipes.cli._reports import print_holders, print_services, print_status
 from zk_recipes.frameworks import leader_path, lock_path
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -326,6 +330,114 @@ def add_click_commands(
                 prefix=config.prefix,
                 identifier=identifier or config.identifier,
             )
+        sys.exit(code)
+
+    @add
+    @click.argument("name")
+    @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+    @click.option("--port", type=click.IntRange(0, 65535), help="The port COMMAND listens on.")
+    @click.option("--ssl-port", type=click.IntRange(0, 65535), help="Its TLS port.")
+    @click.option(
+        "--address", help="Where to reach it. Default: this host's first non-loopback IPv4."
+    )
+    @click.option("--id", "instance_id", help="The instance id. Default: a random UUID.")
+    @click.option(
+        "--payload",
+        metavar="JSON",
+        help='JSON: a string, number, or an object starting with "@class" (the Java class '
+        "a Java reader reads it as).",
+    )
+    @click.option("--uri-spec", metavar="TEMPLATE", help="e.g. '{scheme}://{address}:{port}'.")
+    @click.option(
+        "--type",
+        "service_type",
+        type=click.Choice(["dynamic", "static", "permanent"], case_sensitive=False),
+        default="dynamic",
+        show_default=True,
+        help="dynamic: an ephemeral node.",
+    )
+    @click.option(
+        "--base-path", default="/services", show_default=True, help="Where services live."
+    )
+    @click.option(
+        "--grace",
+        type=Seconds(),
+        metavar="SECONDS",
+        help="When COMMAND ends, what it left in its process group gets SIGTERM, then "
+        "SIGKILL after this long. Default: as lock's.",
+    )
+    @click.pass_context
+    def announce(
+        ctx: click.Context,
+        name: str,
+        command: tuple[str, ...],
+        port: int | None,
+        ssl_port: int | None,
+        address: str | None,
+        instance_id: str | None,
+        payload: str | None,
+        uri_spec: str | None,
+        service_type: str,
+        base_path: str,
+        grace: float | None,
+    ) -> None:
+        """Run COMMAND with an instance of service NAME registered, exactly while it runs.
+
+        \b
+        The instance (curator-x-discovery's layout and JSON under --base-path, so
+        Curator's ServiceDiscovery, ServiceCache and ServiceProvider see it) is
+        registered as COMMAND starts and unregistered the moment it ends. COMMAND
+        runs in a process group of its own; SIGINT, SIGTERM and SIGHUP are passed
+        on, and if this process dies, even by kill -9, the group is stopped and
+        the node goes with the session. ZooKeeper unreachable: exit {UNAVAILABLE};
+        an instance id registered by another process: exit {CONFIG}.
+
+        \b
+        Examples:
+          {PROG} announce orders --port 8080 -- gunicorn app:app -b 0.0.0.0:8080
+          {PROG} announce orders --port 80 --uri-spec '{{scheme}}://{{address}}:{{port}}' -- ./s
+        """
+        kwargs: dict[str, object] = {
+            "port": port,
+            "ssl_port": ssl_port,
+            "service_type": ServiceType(service_type.upper()),
+        }
+        if address is not None:
+            kwargs["address"] = address
+        if instance_id is not None:
+            kwargs["id"] = instance_id
+        if uri_spec is not None:
+            kwargs["uri_spec"] = uri_spec
+        if payload is not None:
+            try:
+                kwargs["payload"] = json.loads(payload)
+            except ValueError as exc:
+                raise BadArgument(f"--payload is not JSON: {exc}") from None
+        instance: list[ServiceInstance] = []
+        check_argument(lambda: instance.append(ServiceInstance(name=name, **kwargs)))  # type: ignore[arg-type]
+        check_argument(lambda: check_path(base_path, "--base-path", example=""))
+        with connected(config_of, ctx) as (client, _config):
+            code = run_announced(client, instance[0], command, base_path=base_path, grace=grace)
+        sys.exit(code)
+
+    @add
+    @click.argument("name", required=False)
+    @click.option(
+        "--base-path", default="/services", show_default=True, help="Where services live."
+    )
+    @_json_option
+    @click.pass_context
+    def services(ctx: click.Context, name: str | None, base_path: str, as_json: bool) -> None:
+        """List the services under --base-path, or the instances of NAME (Curator's too).
+
+        \b
+        Examples:
+          {PROG} services
+          {PROG} services orders --json | jq '.orders[].port'
+        """
+        check_argument(lambda: check_path(base_path, "--base-path", example=""))
+        with connected(config_of, ctx, at_once=True) as (client, _config):
+            code = print_services(client, base_path, name, as_json=as_json)
         sys.exit(code)
 
     @add

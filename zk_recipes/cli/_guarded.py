@@ -123,7 +123,7 @@ def run_locked(
     ``out`` (stderr); ``live`` (default: ``out`` is a terminal) redraws a
     status line while waiting. See the module docstring and ``ExitCode``.
     """
-    job = _check_command(command)
+    job = check_command(command)
     _check_timeout(timeout, wait)
     label = identifier or command_text(job, whole=True)
     path = lock_path(name, prefix)
@@ -194,7 +194,7 @@ def run_as_leader(
     ``ExitCode.UNAVAILABLE``. ``client`` must be started; the other arguments
     are those of ``run_locked``.
     """
-    job = _check_command(command)
+    job = check_command(command)
     label = identifier or command_text(job, whole=True)
     path = leader_path(name, prefix)
     what = f"leadership of {name}"
@@ -277,7 +277,7 @@ class _Run:
         exit_process_on_lost: bool,
     ) -> Iterator[_Run]:
         """A run with its signal relay and wake-up on state changes, for a ``with``."""
-        grace = _grace(client, grace)
+        grace = checked_grace(client, grace)
         wake = threading.Event()
         with SignalRelay(wake) as relay, _wake_on_state_change(client, wake):
             stream = sys.stderr if out is None else out
@@ -457,7 +457,7 @@ def _release(lock: Lock) -> None:
         log.warning("releasing %s failed (%s); it goes with the session", lock.path, exc)
 
 
-def _check_command(command: Sequence[str] | Call) -> list[str] | Call:
+def check_command(command: Sequence[str] | Call) -> list[str] | Call:
     if callable(command):
         return command
     if isinstance(command, str):
@@ -485,7 +485,7 @@ def _left(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
-def _grace(client: ZkClient, grace: float | None) -> float:
+def checked_grace(client: ZkClient, grace: float | None) -> float:
     if grace is None:
         return default_grace(client)
     if isinstance(grace, bool) or not isinstance(grace, (int, float)) or grace < 0:

@@ -50,3 +50,40 @@ def print_holders(
         out.write(table if table.endswith("\n") else table + "\n")
     out.flush()
     return 0
+
+
+def print_services(
+    client: ZkClient,
+    base_path: str,
+    name: str | None = None,
+    *,
+    as_json: bool = False,
+    out: TextIO | None = None,
+) -> int:
+    """Print the services under ``base_path`` (or the instances of ``name``), Java's too; 0."""
+    out = sys.stdout if out is None else out
+    discovery = zk_recipes.ServiceDiscovery(client, base_path)
+    names = [name] if name is not None else discovery.query_for_names()
+    found = {service: discovery.query_for_instances(service) for service in names}
+    if as_json:
+        document = {
+            service: [json.loads(instance.to_json()) for instance in instances]
+            for service, instances in found.items()
+        }
+        out.write(json.dumps(document, indent=2) + "\n")
+    elif not found:
+        out.write(f"no services under {base_path}\n")
+    else:
+        for service, instances in found.items():
+            out.write(f"{service}: {len(instances)} instance{'s' * (len(instances) != 1)}\n")
+            for instance in instances:
+                port = "-" if instance.port is None else instance.port
+                where = f"{instance.address or '-'}:{port}"
+                ssl = f" ssl {instance.ssl_port}" if instance.ssl_port is not None else ""
+                off = "" if instance.enabled else " (disabled)"
+                uri = f"  {instance.build_uri()}" if instance.uri_spec is not None else ""
+                out.write(
+                    f"  {instance.id}  {where}{ssl}  {instance.service_type.value}{off}{uri}\n"
+                )
+    out.flush()
+    return 0
