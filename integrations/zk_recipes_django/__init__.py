@@ -27,6 +27,7 @@ else:  # the supported versions: the extra's pins (pyproject.toml)
 # (one constant), so that ``zk-recipes lock NAME`` and ``manage.py zklock NAME``
 # take the same lock.
 from zk_recipes import DEFAULT_PREFIX
+from zk_recipes_django._announcements import announce
 from zk_recipes_django._clients import close_all, current_client, get_client
 from zk_recipes_django._commands import LockedCommandMixin
 from zk_recipes_django._settings import (
@@ -43,6 +44,7 @@ __all__ = [
     "LockedCommandMixin",
     "SettingsError",
     "aliases",
+    "announce",
     "close_all",
     "config",
     "current_client",

@@ -17,12 +17,20 @@ hook, docs/integrations/django.md).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from zk_recipes import ProcessClient, ZkClient
 from zk_recipes_django import _settings
 
 _lock = threading.Lock()
 _clients: dict[str, ProcessClient] = {}
+#: Run by close_all() before the clients close (the announcements withdraw).
+_before_close: list[Callable[[], None]] = []
+
+
+def on_close(listener: Callable[[], None]) -> None:
+    """Call ``listener`` at the start of every ``close_all()``."""
+    _before_close.append(listener)
 
 
 def process_client(alias: str = _settings.DEFAULT_ALIAS) -> ProcessClient:
@@ -54,7 +62,12 @@ def current_client(alias: str = _settings.DEFAULT_ALIAS) -> ZkClient | None:
 
 
 def close_all() -> None:
-    """Close every client of this process (their ephemeral nodes go at once). Idempotent."""
+    """Close every client of this process (their ephemeral nodes go at once). Idempotent.
+
+    The instances this process announced are withdrawn first.
+    """
+    for listener in list(_before_close):
+        listener()
     with _lock:
         clients = list(_clients.values())
         _clients.clear()

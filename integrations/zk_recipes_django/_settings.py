@@ -25,6 +25,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from zk_recipes import ConfigurationError, RecipesConfig, Spelling, read_settings
+from zk_recipes.frameworks import SERVICE_SETTING
 
 DEFAULT_ALIAS = "default"
 _EXAMPLE = 'ZK_RECIPES = {"default": {"HOSTS": "zk1:2181,zk2:2181,zk3:2181"}}'
@@ -70,7 +71,7 @@ def config(alias: str = DEFAULT_ALIAS) -> RecipesConfig:
         return found
     source = raw()
     try:
-        found = read_settings(source, Spelling.DJANGO, alias=alias)
+        found = read_settings(source, Spelling.DJANGO, alias=alias, extra=(SERVICE_SETTING,))
     except SettingsError:
         raise
     except ConfigurationError as exc:

@@ -14,7 +14,9 @@ request does not pay for the handshake::
     application = with_lifespan(get_asgi_application())
 
 Start-up never waits for ZooKeeper and never fails the server: an ensemble
-that is down is retried by the first use (``get_client``).
+that is down is retried by the first use (``get_client``). An alias with a
+``SERVICE`` registers this process as an instance at start-up (in the
+background) and withdraws it at shutdown, before the sessions close.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from zk_recipes import ZkRecipesError
-from zk_recipes_django import _clients, _settings
+from zk_recipes_django import _announcements, _clients, _settings
 
 log = logging.getLogger("zk_recipes.django")
 
@@ -61,5 +63,6 @@ def _start_connecting() -> None:
     try:
         for alias in _settings.aliases():
             _clients.process_client(alias).start_in_background()
+        _announcements.announce()
     except ZkRecipesError as exc:  # the system checks say what is wrong; serve anyway
         log.warning("not connecting to ZooKeeper at start-up: %s", exc)

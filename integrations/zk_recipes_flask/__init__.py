@@ -33,7 +33,7 @@ else:  # the supported versions: the extra's pins (pyproject.toml)
         "zk_recipes_flask", "Flask", importlib.metadata.version("flask"), (2, 3), "flask"
     )
 
-from zk_recipes_flask._extension import ZkRecipes, close_all
+from zk_recipes_flask._extension import ZkRecipes, announce_all, close_all
 from zk_recipes_flask._locking import LockBusy, LockUnavailable, current_lock
 
-__all__ = ["LockBusy", "LockUnavailable", "ZkRecipes", "close_all", "current_lock"]
+__all__ = ["LockBusy", "LockUnavailable", "ZkRecipes", "announce_all", "close_all", "current_lock"]

@@ -14,6 +14,11 @@
   outlive the request.
 - ``init_app`` reads and checks the settings (no I/O), so a typo fails the
   app's start, not its first request.
+- ``ZK_RECIPES_SERVICE`` (or ``ZkRecipes(service={...})``): the instance of
+  a service this process is while it serves, registered by ``zk.announce()``
+  (gunicorn: ``zk_recipes_flask.gunicorn``'s hooks do it per worker) and
+  withdrawn by ``close_all()``, ``zk.close()`` or at exit (the kit's
+  ``Announcement``).
 - Locks on views and code (``zk.locked``, ``zk.lock``) are ``_locking``'s;
   the status blueprint (``zk.status_blueprint()``) is ``_status``'s.
 """
@@ -41,7 +46,7 @@ from zk_recipes import (
     ZkClient,
     read_settings,
 )
-from zk_recipes.frameworks import LockedBlock, OnUnavailable
+from zk_recipes.frameworks import SERVICE_SETTING, Announcement, LockedBlock, OnUnavailable
 from zk_recipes_flask import _locking, _status
 from zk_recipes_flask._cli import zk_group
 from zk_recipes_flask._state import EXTENSION_KEY, AppState, state_of
@@ -49,9 +54,11 @@ from zk_recipes_flask._state import EXTENSION_KEY, AppState, state_of
 P = ParamSpec("P")
 R = TypeVar("R")
 
-_TABLE = {setting.name: setting for setting in SETTINGS}
+_TABLE = {setting.name: setting for setting in (*SETTINGS, SERVICE_SETTING)}
 #: Every app's ProcessClient, for ``close_all()`` (a gunicorn ``worker_exit`` hook).
 _all_clients: weakref.WeakSet[ProcessClient] = weakref.WeakSet()
+#: Every app's announcement (apps with a SERVICE), for ``announce_all()`` and ``close_all()``.
+_all_announcements: weakref.WeakSet[Announcement] = weakref.WeakSet()
 _all_lock = threading.Lock()
 
 
@@ -72,11 +79,19 @@ class ZkRecipes:
                 f"ZkRecipes is already initialised for the app {app.name!r}: call init_app "
                 "once per app"
             )
-        config = read_settings(app.config, Spelling.FLASK, defaults=self._defaults)
+        config = read_settings(
+            app.config, Spelling.FLASK, defaults=self._defaults, extra=(SERVICE_SETTING,)
+        )
         process_client = ProcessClient(config.client)
+        service = config.extra.get("service")
+        announcement = None
+        if service is not None:
+            announcement = Announcement(service, lambda: process_client.get())
         with _all_lock:
             _all_clients.add(process_client)
-        app.extensions[EXTENSION_KEY] = AppState(self, config, process_client)
+            if announcement is not None:
+                _all_announcements.add(announcement)
+        app.extensions[EXTENSION_KEY] = AppState(self, config, process_client, announcement)
         self._apps.add(app)
         app.before_request(functools.partial(_locking.check_view, app))
         if "zk" not in app.cli.commands:
@@ -101,8 +116,32 @@ class ZkRecipes:
         return self.state(app).config
 
     def close(self, app: Flask | None = None) -> None:
-        """Close ``app``'s client in this process (its ephemeral nodes go at once)."""
-        self.state(app).process_client.close()
+        """Close ``app``'s client in this process (its ephemeral nodes go at once).
+
+        Its announced instance is withdrawn first.
+        """
+        state = self.state(app)
+        if state.announcement is not None:
+            state.announcement.stop()
+        state.process_client.close()
+
+    def announce(self, app: Flask | None = None) -> Announcement:
+        """Register this process as an instance of ``ZK_RECIPES_SERVICE``; returns at once.
+
+        In the background (``.registered`` is set once the node exists), per
+        process, idempotent; withdrawn by ``close()``, ``close_all()`` or at
+        exit. Call it where the app starts serving: gunicorn's
+        ``post_worker_init`` (``zk_recipes_flask.gunicorn``), or after
+        ``create_app`` in the serving process.
+        """
+        state = self.state(app)
+        if state.announcement is None:
+            raise RecipeUsageError(
+                "no service to announce: set ZK_RECIPES_SERVICE = "
+                '{"NAME": "orders", "PORT": 8000} or ZkRecipes(service={...})'
+            )
+        state.announcement.start()
+        return state.announcement
 
     # -- locks ---------------------------------------------------------------------
     def locked(
@@ -236,12 +275,24 @@ def close_all() -> None:
     """Close every app's client in this process (their ephemeral nodes go at once).
 
     For servers that end a worker without running ``atexit`` hooks, e.g. in
-    gunicorn's ``worker_exit``. The next use opens a new session.
+    gunicorn's ``worker_exit``. The next use opens a new session. Announced
+    instances are withdrawn first.
     """
     with _all_lock:
         clients = list(_all_clients)
+        announcements = list(_all_announcements)
+    for announcement in announcements:
+        announcement.stop()
     for process_client in clients:
         process_client.close()
+
+
+def announce_all() -> None:
+    """Start every app's announcement in this process (apps with a SERVICE)."""
+    with _all_lock:
+        announcements = list(_all_announcements)
+    for announcement in announcements:
+        announcement.start()
 
 
 def _parse_options(options: dict[str, Any]) -> dict[str, object]:

@@ -14,6 +14,7 @@ import dataclasses
 from flask import Flask, current_app, has_app_context
 
 from zk_recipes import ProcessClient, RecipesConfig, RecipeUsageError
+from zk_recipes.frameworks import Announcement
 
 #: The key of our state in ``app.extensions``.
 EXTENSION_KEY = "zk_recipes"
@@ -29,6 +30,8 @@ class AppState:
     config: RecipesConfig
     #: The app's one client per process (made on first use, new after a fork).
     process_client: ProcessClient
+    #: This process as an instance of ZK_RECIPES_SERVICE (None without one).
+    announcement: Announcement | None = None
 
 
 def state_of(app: Flask | None = None, *, extension: object = None) -> AppState:

@@ -32,6 +32,10 @@ rest is here, once:
   never waits for a connection beyond a process's first second.
 - **The front door.** ``require_version``: an integration's import refuses
   a framework older than it supports, naming the versions and the extra.
+- **Announcing this process.** ``SERVICE_SETTING`` (read with
+  ``read_settings(extra=...)``) and ``Announcement``: the instance of a
+  service this process registers while it serves, in the background, per
+  process, unregistered at shutdown (``atexit`` as the fallback).
 - **Status pages.** ``connection_report`` (+ ``server_info``): the client's
   connection as plain data; ``connection_rows`` / ``recipe_rows`` (+
   ``NodeRow``, ``RecipeRow``, ``spaced_hosts``): that report and
@@ -45,6 +49,11 @@ docs/frameworks.md walks through a face built on it.
 from __future__ import annotations
 
 from zk_recipes import DEFAULT_PREFIX as DEFAULT_PREFIX
+from zk_recipes.frameworks._announcement import (
+    SERVICE_SETTING as SERVICE_SETTING,
+    Announcement as Announcement,
+    ServiceSpec as ServiceSpec,
+)
 from zk_recipes.frameworks._connection_report import (
     connection_report as connection_report,
     server_info as server_info,
@@ -91,6 +100,8 @@ from zk_recipes.frameworks._versions import (
 __all__ = [
     "DEFAULT_PREFIX",
     "RETRY_AFTER",
+    "SERVICE_SETTING",
+    "Announcement",
     "Attach",
     "HeldLocks",
     "Holding",
@@ -101,6 +112,7 @@ __all__ = [
     "NodeRow",
     "OnUnavailable",
     "RecipeRow",
+    "ServiceSpec",
     "bind_arguments",
     "check_on_busy",
     "check_on_unavailable",

@@ -63,6 +63,10 @@ ZK_RECIPES = {
         "CONNECTION_TIMEOUT": float(os.environ.get("ZK_CONNECTION_TIMEOUT", "5")),
     }
 }
+if os.environ.get("ZK_SERVICE"):  # the announcement tests: JSON, as the env spelling takes it
+    import json
+
+    ZK_RECIPES["default"]["SERVICE"] = json.loads(os.environ["ZK_SERVICE"])
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -31,6 +31,8 @@ def create_app() -> Flask:
         ZK_RECIPES_SESSION_TIMEOUT=float(os.environ.get("SHOP_ZK_SESSION_TIMEOUT", "3")),
         ZK_RECIPES_CONNECTION_TIMEOUT=float(os.environ.get("SHOP_ZK_CONNECTION_TIMEOUT", "10")),
     )
+    if os.environ.get("SHOP_ZK_SERVICE"):  # the announcement tests
+        app.config["ZK_RECIPES_SERVICE"] = os.environ["SHOP_ZK_SERVICE"]
     zk.init_app(app)
     app.add_url_rule("/charge/<int:id>", view_func=charge)
     app.register_blueprint(zk.status_blueprint(), url_prefix="/zk")
