@@ -19,7 +19,8 @@ import click
 
 import zk_recipes
 from zk_recipes import ConfigurationError, RecipesConfig
-from zk_recipes.cli._click_commands import CONTEXT, add_click_commands, fail
+from zk_recipes.cli._click_commands import add_click_commands
+from zk_recipes.cli._click_shared import CONTEXT, fail
 from zk_recipes.cli._exit_codes import ExitCode
 
 _MAIN_HELP = """Coordinate processes through ZooKeeper: run a command under a lock or as

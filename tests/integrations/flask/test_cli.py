@@ -52,12 +52,12 @@ def _invoke(app: Flask, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_flask_zk_help_lists_the_four_commands(make_app: AppFactory) -> None:
+def test_flask_zk_help_lists_the_commands(make_app: AppFactory) -> None:
     app, _ = make_app()
     code, out = _invoke(app, "--help")
     assert code == 0
     listed = re.findall(r"^  (\w+)  ", out.split("Commands:")[1], re.MULTILINE)
-    assert listed == ["holders", "leader", "lock", "status"]  # no server
+    assert listed == ["announce", "holders", "leader", "lock", "services", "status"]  # no server
     assert "--hosts" not in out
     assert "75 busy" in out
     code, out = _invoke(app, "lock", "--help")
