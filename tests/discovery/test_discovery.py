@@ -193,3 +193,16 @@ def test_a_killed_process_vanishes_within_the_session_timeout(
         child.wait()
         if child.stdout is not None:
             child.stdout.close()
+
+
+def test_status_reports_show_what_this_process_announces(zk_client_factory: ClientFactory) -> None:
+    from zk_recipes.frameworks import connection_report, connection_rows
+
+    client = zk_client_factory()
+    with ServiceDiscovery(client) as discovery:
+        discovery.register(_instance("svc", "b"))
+        discovery.register(_instance("api", "a"))
+        report = connection_report(client, server=False)
+        assert report["services"] == ["api/a", "svc/b"]
+        assert ("announced", "api/a, svc/b") in connection_rows(report)
+    assert connection_report(client, server=False)["services"] == []

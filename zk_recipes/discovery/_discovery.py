@@ -185,6 +185,22 @@ class ServiceDiscovery:
         if registration is not None:
             self._delete(registration)
 
+    @staticmethod
+    def registered_by(client: ZkClient) -> list[ServiceInstance]:
+        """What this process keeps registered with ``client`` (its open ServiceDiscovery objects).
+
+        For status pages: the instances this process announces.
+        """
+        found = [
+            instance
+            for discovery in list(_metrics.discoveries)
+            if isinstance(discovery, ServiceDiscovery)
+            and discovery.client is client
+            and not discovery._closed
+            for instance in discovery.registered()
+        ]
+        return sorted(found, key=lambda i: (i.name, i.id))
+
     def registered(self) -> list[ServiceInstance]:
         """The instances this object keeps registered, by name and id."""
         with self._lock:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from zk_recipes import ZkClient
+from zk_recipes import ServiceDiscovery, ZkClient
 
 #: ``srvr`` line label -> our key.
 _SRVR_FIELDS = {
@@ -73,5 +73,7 @@ def connection_report(client: ZkClient, *, server: bool = True) -> dict[str, Any
         "session_timeout": client.settings.session_timeout,
         "negotiated_session_timeout": client.negotiated_session_timeout,
         "server": server_info(*address) if address and server else None,
+        # The instances this process announces with this client (discovery).
+        "services": [f"{i.name}/{i.id}" for i in ServiceDiscovery.registered_by(client)],
     }
     return report

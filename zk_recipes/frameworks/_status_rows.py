@@ -69,6 +69,7 @@ def connection_rows(report: dict[str, Any]) -> tuple[tuple[str, str], ...]:
         ("session", str(report["session_id"] or "-")),
         ("session timeout", timeout),
         ("server", described),
+        ("announced", ", ".join(report.get("services") or ()) or "-"),
     )
 
 
