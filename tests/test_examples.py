@@ -38,6 +38,14 @@ def test_lock_example() -> None:
     assert "10 writes, all accepted in token order" in out
 
 
+def test_discovery_example() -> None:
+    out = _run("example_projects/recipes/discovery_example.py")
+    assert "instances: ['orders-1', 'orders-2']" in out
+    assert "round robin: ['http://127.0.0.1:8001/api', 'http://127.0.0.1:8002/api'," in out
+    assert "told: DELETED orders-2" in out
+    assert "now picks: orders-1" in out
+
+
 def test_cache_example() -> None:
     out = _run("example_projects/recipes/cache_example.py")
     assert "told: CHANGED /flags/search/beta -> b'on'" in out
