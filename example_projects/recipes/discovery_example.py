@@ -14,6 +14,7 @@ from zk_recipes import (
     ServiceCacheEvent,
     ServiceDiscovery,
     ServiceInstance,
+    UriSpec,
     ZkClient,
     spring_cloud_payload,
 )
@@ -33,7 +34,7 @@ def main() -> None:
                     id=f"orders-{number}",
                     address="127.0.0.1",
                     port=8000 + number,
-                    uri_spec="{scheme}://{address}:{port}/api",
+                    uri_spec=UriSpec("{scheme}://{address}:{port}/api"),
                     # What a Spring Cloud Zookeeper service would read, too.
                     payload=spring_cloud_payload("orders", metadata={"zone": f"z{number}"}),
                 )
