@@ -44,12 +44,15 @@ from zk_recipes import (
     ZkRecipesError,
     read_settings,
 )
+from zk_recipes.frameworks import SERVICE_SETTING
 from zk_recipes_django import _settings
 
 #: The longest the connectivity check waits for one alias.
 CONNECT_CHECK_SECONDS = 5.0
 _TIMEOUTS = frozenset({"session_timeout", "connection_timeout", "simulated_expiry_fraction"})
-_NAMES = frozenset(setting.name for setting in SETTINGS)
+#: The settings an alias takes beyond the core's: SERVICE (discovery).
+_EXTRA = (SERVICE_SETTING,)
+_NAMES = frozenset(setting.name for setting in (*SETTINGS, *_EXTRA))
 _PLACEHOLDER_HOSTS = "127.0.0.1:2181"
 
 
@@ -136,7 +139,7 @@ def _check_alias(
         name = key.lower() if isinstance(key, str) else None
         trial = {"HOSTS": _PLACEHOLDER_HOSTS, key: value}
         try:
-            read_settings({alias: trial}, Spelling.DJANGO, alias=alias)
+            read_settings({alias: trial}, Spelling.DJANGO, alias=alias, extra=_EXTRA)
         except ConfigurationError as exc:
             broken = True
             if name not in _NAMES or key != key.upper():
@@ -152,7 +155,7 @@ def _check_alias(
     if broken or entry.get("HOSTS") in (None, ""):
         return
     try:
-        read_settings(whole, Spelling.DJANGO, alias=alias)
+        read_settings(whole, Spelling.DJANGO, alias=alias, extra=_EXTRA)
     except ConfigurationError as exc:
         yield _error(9, f"{exc}.")
 

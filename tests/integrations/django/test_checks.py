@@ -58,6 +58,9 @@ _MISSING = object()
         ({"default": GOOD, "reports": {**GOOD, "NAMESPACE": "reports"}}, []),
         # Numbers as settings built from os.environ give them.
         ({"default": {**GOOD, "SESSION_TIMEOUT": "10", "MAX_DATA_BYTES": "4096"}}, []),
+        # SERVICE (discovery): a setting of its own, its keys checked.
+        ({"default": {**GOOD, "SERVICE": {"NAME": "shop", "PORT": 8000}}}, []),
+        ({"default": {**GOOD, "SERVICE": {"NAME": "shop", "PROT": 8000}}}, ["zk_recipes.E005"]),
         # A flat dict is one error saying to put the alias around it.
         ({"HOSTS": "zk1:2181", "SESSION_TIMEOUT": 5}, ["zk_recipes.E002"]),
     ],
