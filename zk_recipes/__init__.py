@@ -78,6 +78,9 @@ from zk_recipes._client.states import (
     ConnectionState as ConnectionState,
     StateChange as StateChange,
 )
+from zk_recipes._client.transaction import (
+    Transaction as Transaction,
+)
 from zk_recipes._config import (
     DEFAULT_PREFIX as DEFAULT_PREFIX,
     SETTINGS as SETTINGS,
@@ -123,6 +126,8 @@ from zk_recipes._errors import (
     SequenceOverflowError as SequenceOverflowError,
     SessionLost as SessionLost,
     SessionMovedError as SessionMovedError,
+    TransactionFailedError as TransactionFailedError,
+    TransactionOutcomeUnknown as TransactionOutcomeUnknown,
     UnavailableError as UnavailableError,
     UnreadableInstanceError as UnreadableInstanceError,
     UnsupportedFeatureError as UnsupportedFeatureError,
@@ -355,6 +360,9 @@ __all__ = [
     "StateChange",
     "StickyStrategy",
     "TlsOptions",
+    "Transaction",
+    "TransactionFailedError",
+    "TransactionOutcomeUnknown",
     "TreeCache",
     "UnavailableError",
     "UnreadableInstanceError",

@@ -184,6 +184,28 @@ class CorruptedValueError(NodeError, ValueError):
     """A counter node holds fewer bytes than its number needs (Curator: "Corrupted data")."""
 
 
+class TransactionFailedError(ZkRecipesError):
+    """A transaction was refused as a whole: nothing of it was applied.
+
+    ``index`` and ``operation`` name the operation that failed, ``cause`` is
+    its error (a NodeExistsError, a BadVersionError, ...).
+    """
+
+    def __init__(self, message: str, index: int, operation: str, cause: ZkRecipesError) -> None:
+        super().__init__(message)
+        self.index = index
+        self.operation = operation
+        self.cause = cause
+
+
+class TransactionOutcomeUnknown(ConnectionLostError):
+    """The connection went while a transaction was sent: it may or may not have been applied.
+
+    Raised only for a transaction without a protected create, whose node
+    would have told; check what it was to change before sending it again.
+    """
+
+
 class UnreadableInstanceError(ZkRecipesError, ValueError):
     """A service instance node that does not parse as curator-x-discovery's JSON.
 

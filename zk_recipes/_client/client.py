@@ -55,6 +55,7 @@ from zk_recipes._client.kazoo import KazooConnection, Pending, not_connected
 from zk_recipes._client.persistent import Established, PersistentWatch, PersistentWatches
 from zk_recipes._client.session import SessionTracker
 from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateListener
+from zk_recipes._client.transaction import Transaction
 from zk_recipes._deadline import session_clock
 from zk_recipes._errors import (
     ClientStateError,
@@ -671,6 +672,17 @@ class ZkClient:
         if stat is None:
             raise NoNodeError(f"{path} vanished right after it was created", path)
         return stat
+
+    def transaction(self) -> Transaction:
+        """A multi-transaction: operations applied all or none (``commit()`` or a ``with``).
+
+        ``check``, ``create`` (any mode; ``protected``), ``set`` and
+        ``delete``, each returning the transaction; the results per operation
+        after the commit. See ``zk_recipes._client.transaction`` and
+        docs/client.md.
+        """
+        self._usable()
+        return Transaction(self)
 
     def add_watch(
         self,

@@ -47,6 +47,7 @@ from zk_recipes._client.direct_send import DirectSender
 from zk_recipes._client.kazoo.attempts import RecordingLogger
 from zk_recipes._client.kazoo.failures import not_connected, translate
 from zk_recipes._client.kazoo.hooks import install_hooks
+from zk_recipes._client.kazoo.multi import Multi, TxOp
 from zk_recipes._client.kazoo.pending import Pending
 from zk_recipes._client.kazoo.records import (
     EVENT_TYPES,
@@ -542,6 +543,49 @@ class KazooConnection:
     def delete_async(self, path: str, version: int = -1) -> Pending[None]:
         raw = self._send(Delete(path, version), path)
         return Pending(raw, path, lambda r: None, self)
+
+    def multi_async(self, ops: Sequence[TxOp]) -> Pending[list[tuple[object, ...]]]:
+        """One multi of ``ops``; its results in order, stats ours, errors translated.
+
+        Each result: ``("create", path, stat | None)``, ``("set", stat)``,
+        ``("delete",)``, ``("check",)``, or ``("error", error | None)`` when
+        the multi failed (None for an operation rolled back or not run).
+        """
+        records: list[Any] = []
+        for op in ops:
+            if op.kind == "create":
+                acl = kazoo_acl(op.acl) if op.acl is not None else self._acl  # type: ignore[arg-type]
+                if op.mode == 4:
+                    records.append(CreateContainer(op.path, op.data, acl, op.mode))
+                elif op.mode in (5, 6):
+                    records.append(CreateTTL(op.path, op.data, acl, op.mode, op.ttl))
+                else:
+                    records.append(Create2(op.path, op.data, acl, op.mode))
+            elif op.kind == "set":
+                records.append(SetData(op.path, op.data, op.version))
+            elif op.kind == "delete":
+                records.append(Delete(op.path, op.version))
+            else:
+                records.append(CheckVersion(op.path, op.version))
+
+        def convert(raw: Any) -> list[tuple[object, ...]]:
+            out: list[tuple[object, ...]] = []
+            for op, result in zip(ops, raw, strict=True):
+                if result[0] == "create":
+                    stat = stat_of(result[2]) if result[2] is not None else None
+                    out.append(("create", str(result[1]), stat))
+                elif result[0] == "set":
+                    out.append(("set", stat_of(result[1])))
+                elif result[0] == "error":
+                    code = int(result[1])
+                    failed = code not in (0, -2)  # 0: rolled back; -2: not run
+                    error = translate(kz_exc.EXCEPTIONS[code](), op.path) if failed else None
+                    out.append(("error", error))
+                else:
+                    out.append(result)
+            return out
+
+        return self._call(Multi(records), ops[0].path if ops else "/", convert)
 
     def sync_async(self, path: str) -> Pending[None]:
         raw = self._send(Sync(path), path)
