@@ -200,6 +200,9 @@ from zk_recipes._nodes.persistent_node import (
 from zk_recipes._paths import (
     validate_path as validate_path,
 )
+from zk_recipes._queue.simple import (
+    SimpleQueue as SimpleQueue,
+)
 from zk_recipes._retry import (
     BoundedExponentialBackoffRetry as BoundedExponentialBackoffRetry,
     ExponentialBackoffRetry as ExponentialBackoffRetry,
@@ -356,6 +359,7 @@ __all__ = [
     "SessionMovedError",
     "Setting",
     "SharedCount",
+    "SimpleQueue",
     "Spelling",
     "StateChange",
     "StickyStrategy",

@@ -1,0 +1,189 @@
+"""SimpleQueue: Curator's SimpleDistributedQueue, where no item is silently lost.
+
+Znodes (Curator's layout, byte for byte): items ``<path>/qn-<seq10>``,
+PERSISTENT_SEQUENTIAL, the item's bytes as the node's data, under CONTAINER
+parents. A Curator ``SimpleDistributedQueue`` on the same path takes what we
+offer and the reverse.
+
+Taking an item is: list, sort by name, read the head, delete it. The delete
+decides who has the item:
+
+- it succeeds: ours;
+- NoNode on the first try: another consumer took it; on to the next;
+- the connection (or the session) goes before its reply: the delete is sent
+  again once connected, and NoNode then cannot tell our first delete from another
+  consumer's. **The item is delivered** (at-least-once for this one case,
+  logged): Curator drops it and returns the next one, so an item taken by
+  nobody vanishes. So SimpleQueue is exactly-once while the connection
+  holds, and at-least-once when a delete's reply is lost.
+
+Waiting (``take``, ``poll`` with a timeout) rests on a child watch of the
+directory, or an exists watch while the directory is absent (the server
+reaps an empty container: Curator's CURATOR-308 hang), and lists again on
+every event, NONE and every reconnect included: a dropped watch is never
+taken for "nothing changed". A wait never outlives its timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import final
+
+from zk_recipes import _paths
+from zk_recipes._client.client import ZkClient
+from zk_recipes._client.states import StateChange
+from zk_recipes._errors import (
+    ClientStateError,
+    ConnectionLostError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionLost,
+    ZkTimeoutError,
+)
+from zk_recipes._internals.args import require_client
+from zk_recipes._types import CreateMode, WatchEvent, mark_inline
+
+log = logging.getLogger("zk_recipes.queue")
+
+PREFIX = "qn-"
+#: How long a take waits between two looks while disconnected.
+_DISCONNECTED_LOOK = 0.2
+
+
+class _Wake:
+    """A watch callback that only wakes a waiter (on the connection thread: mark_inline)."""
+
+    def __init__(self, event: threading.Event) -> None:
+        self._event = event
+
+    def __call__(self, event: WatchEvent) -> None:
+        self._event.set()
+
+
+mark_inline(_Wake)
+
+
+@final
+class SimpleQueue:
+    """A FIFO of byte strings at ``path``: ``offer``, ``take``, ``poll``, ``peek``, ``len``."""
+
+    def __init__(self, client: ZkClient, path: str) -> None:
+        self.client = require_client(client, "SimpleQueue")
+        self.path = _paths.validate_path(path, what="the queue's path")
+
+    def offer(self, data: bytes) -> str:
+        """Add an item at the tail; returns its node's path. Retried safely on a lost reply."""
+        result = self.client.create(
+            _paths.join(self.path, PREFIX),
+            data,
+            mode=CreateMode.PERSISTENT_SEQUENTIAL,
+            parents=True,
+            protected=False,
+        )
+        return result.path
+
+    def peek(self) -> bytes | None:
+        """The head item without taking it; None when the queue is empty."""
+        for name in self._names():
+            try:
+                data, _stat = self.client.get(_paths.join(self.path, name))
+            except NoNodeError:
+                continue
+            return data
+        return None
+
+    def poll(self, timeout: float | None = 0.0) -> bytes | None:
+        """Take the head item, waiting up to ``timeout`` seconds (None: for ever); None if none."""
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        wake = threading.Event()
+        watch = _Wake(wake)
+        listener = _StateWake(wake)
+        self.client.add_listener(listener)
+        try:
+            while True:
+                wake.clear()
+                found = self._take_head(watch)
+                if found is not None:
+                    return found
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                connected = self.client.state is not None and self.client.state.is_connected
+                pause = left if connected else min(_DISCONNECTED_LOOK, left or _DISCONNECTED_LOOK)
+                wake.wait(pause)
+        finally:
+            self.client.remove_listener(listener)
+
+    def take(self, timeout: float | None = None) -> bytes:
+        """Take the head item, waiting for one; ZkTimeoutError after ``timeout`` seconds."""
+        found = self.poll(timeout)
+        if found is None:
+            raise ZkTimeoutError(f"no item in the queue {self.path} within {timeout:g} s")
+        return found
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __repr__(self) -> str:
+        return f"<SimpleQueue {self.path}>"
+
+    # -- taking ---------------------------------------------------------------
+    def _names(self, watch: _Wake | None = None) -> list[str]:
+        """The item names in order; with ``watch``, a watch that fires at the next change."""
+        client = self.client
+        try:
+            names = client.get_children(self.path, watch=watch)
+        except NoNodeError:
+            if watch is not None and client.exists(self.path, watch=watch) is not None:
+                return self._names(watch)  # made between the two reads
+            return []
+        except (ConnectionLostError, OperationTimeoutError, ClientStateError, SessionLost):
+            return []  # looked at again once connected (the state listener wakes the wait)
+        return sorted(name for name in names if name.startswith(PREFIX))
+
+    def _take_head(self, watch: _Wake) -> bytes | None:
+        for name in self._names(watch):
+            item = _paths.join(self.path, name)
+            try:
+                data, _stat = self.client.get(item)
+            except NoNodeError:
+                continue  # taken since the listing
+            except (ConnectionLostError, OperationTimeoutError, SessionLost):
+                return None
+            if self._delete(item):
+                return data
+        return None
+
+    def _delete(self, item: str) -> bool:
+        """Delete ``item``: True when it is ours to deliver (see the module note)."""
+        conn_lost = False
+        deadline = time.monotonic() + self.client.settings.connection_timeout * 2
+        while True:
+            try:
+                self.client.delete_async(item).result(self.client.settings.connection_timeout)
+                return True
+            except NoNodeError:
+                if conn_lost:
+                    log.info(
+                        "queue item %s: the reply to its delete was lost and it is gone: "
+                        "delivered (it may have been another consumer's too)",
+                        item,
+                    )
+                return conn_lost
+            except (ConnectionLostError, OperationTimeoutError, SessionLost):
+                conn_lost = True
+                if time.monotonic() > deadline:
+                    raise
+                self.client.wait_connected(max(0.0, deadline - time.monotonic()))
+
+
+class _StateWake:
+    """A state listener that wakes a waiter on every change (a reconnect re-lists)."""
+
+    def __init__(self, event: threading.Event) -> None:
+        self._event = event
+
+    def __call__(self, change: StateChange) -> None:
+        self._event.set()
