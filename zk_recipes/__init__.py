@@ -200,8 +200,19 @@ from zk_recipes._nodes.persistent_node import (
 from zk_recipes._paths import (
     validate_path as validate_path,
 )
+from zk_recipes._queue.distributed import (
+    DistributedQueue as DistributedQueue,
+)
+from zk_recipes._queue.items import (
+    BYTES as BYTES,
+    JSON as JSON,
+    QueueSerializer as QueueSerializer,
+)
 from zk_recipes._queue.simple import (
     SimpleQueue as SimpleQueue,
+)
+from zk_recipes._queue.taking import (
+    ItemContext as ItemContext,
 )
 from zk_recipes._retry import (
     BoundedExponentialBackoffRetry as BoundedExponentialBackoffRetry,
@@ -254,8 +265,10 @@ from zk_recipes.discovery import (
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "BYTES",
     "CREATOR_ALL_ACL",
     "DEFAULT_PREFIX",
+    "JSON",
     "OPEN_ACL_UNSAFE",
     "READ_ACL_UNSAFE",
     "SETTINGS",
@@ -285,12 +298,14 @@ __all__ = [
     "CreateMode",
     "CreateResult",
     "DataTooLargeError",
+    "DistributedQueue",
     "DoubleBarrier",
     "DownInstancePolicy",
     "ErrorPolicy",
     "ExponentialBackoffRetry",
     "GroupMember",
     "InvalidPathError",
+    "ItemContext",
     "JavaValue",
     "LeaderLatch",
     "LeaderLatchListener",
@@ -329,6 +344,7 @@ __all__ = [
     "ProcessClient",
     "PromotedToLock",
     "ProviderStrategy",
+    "QueueSerializer",
     "QueuedNode",
     "RLock",
     "RandomStrategy",

@@ -127,9 +127,34 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
         ("service",),
         "Service instance nodes skipped by queries and caches because they do not parse",
     ),
+    "zk_recipes_queue_items_put_total": (
+        "counter",
+        ("queue",),
+        "Queue nodes put (a put_multi node counts once)",
+    ),
+    "zk_recipes_queue_items_consumed_total": (
+        "counter",
+        ("queue",),
+        "Queue nodes whose items the consumer returned from",
+    ),
+    "zk_recipes_queue_items_requeued_total": (
+        "counter",
+        ("queue",),
+        "Queue nodes put back because the consumer raised (lock path)",
+    ),
+    "zk_recipes_queue_claims_lost_total": (
+        "counter",
+        ("queue",),
+        "Queue items whose claim was lost while the consumer ran: nothing committed, "
+        "another consumer may run them again",
+    ),
 }
 #: The counters above that recipes record with ``Sink.count``.
 COUNTED = (
+    "zk_recipes_queue_items_put_total",
+    "zk_recipes_queue_items_consumed_total",
+    "zk_recipes_queue_items_requeued_total",
+    "zk_recipes_queue_claims_lost_total",
     "zk_recipes_service_registrations_total",
     "zk_recipes_service_reregistrations_total",
     "zk_recipes_service_instances_unreadable_total",

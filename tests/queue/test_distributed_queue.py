@@ -1,0 +1,145 @@
+"""DistributedQueue on a real server: Curator's bytes, lock-safe consumption, requeue, lost claims.
+
+Items are checked on the server (node names and bytes) and through
+consumers that record what they got. The claim-lost test expires the
+consumer's session while its consumer runs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from zk_recipes import (
+    JSON,
+    DistributedQueue,
+    ItemContext,
+    ZkClient,
+    ZkTimeoutError,
+)
+from zk_recipes.testing import Recorder, TcpProxy, ZooKeeperServer, expire_session, wait_until
+from zk_recipes.testing.pytest_plugin import ClientFactory
+
+
+@pytest.fixture
+def proxied(zk_server: ZooKeeperServer) -> Iterator[TcpProxy]:
+    with zk_server.proxy() as proxy:
+        yield proxy
+
+
+def test_put_writes_curators_bytes_and_names(zk_client: ZkClient) -> None:
+    with DistributedQueue(zk_client, "/dq/plain") as queue:
+        path = queue.put(b"hello")
+        assert path == "/dq/plain/queue-0000000000"
+        assert zk_client.get(path)[0].hex() == "00010001010000000568656c6c6f02"
+        multi = queue.put_multi([b"a", b"bc"])
+        assert zk_client.get(multi)[0].hex() == "0001000101000000016101000000026263" + "02"
+        assert len(queue) == 2
+        assert queue.items() == [b"hello", b"a", b"bc"]
+        # One marker of this producer at most, however many puts (each deletes the last).
+        queue.put(b"more")
+        assert len(zk_client.get_children("/dq/plain-puts")) == 1
+    assert zk_client.get_children("/dq/plain-puts") == []  # close() deletes it
+
+
+def test_a_consumer_gets_every_item_in_order(zk_client: ZkClient) -> None:
+    got = Recorder[object]()
+    with DistributedQueue(zk_client, "/dq/order", lambda v, ctx: got(v), serializer=JSON) as q:
+        for number in range(20):
+            q.put({"n": number})
+        got.wait_for(lambda v: v == {"n": 19})
+    assert got.snapshot() == [{"n": n} for n in range(20)]
+    assert zk_client.get_children("/dq/order") == []
+
+
+def test_with_a_lock_path_a_raising_consumer_gets_the_item_again(zk_client: ZkClient) -> None:
+    calls: list[bytes] = []
+    done = threading.Event()
+
+    def flaky(value: bytes, context: ItemContext) -> None:
+        calls.append(value)
+        assert context.fencing_token is not None
+        if len(calls) == 1:
+            raise RuntimeError("first try fails")
+        context.transaction().create("/dq/side-effect", value)  # committed with the delete
+        done.set()
+
+    with DistributedQueue(zk_client, "/dq/requeue", flaky, lock_path="/dq/requeue-locks") as q:
+        q.put(b"job")
+        assert done.wait(20)
+        # Committed with the item's delete, after the consumer returned.
+        wait_until(lambda: zk_client.exists("/dq/side-effect") is not None, "committed")
+    assert calls == [b"job", b"job"]
+    assert zk_client.get("/dq/side-effect")[0] == b"job"
+    wait_until(lambda: zk_client.get_children("/dq/requeue") == [], "consumed")
+    wait_until(lambda: zk_client.get_children("/dq/requeue-locks") == [], "claims gone")
+
+
+def test_a_claim_lost_mid_item_commits_nothing_and_another_consumer_runs_it(
+    zk_client_factory: ClientFactory, zk_hosts: str
+) -> None:
+    first_client, second_client = zk_client_factory(), zk_client_factory()
+    producer = DistributedQueue(zk_client_factory(), "/dq/lost").start()
+    started, release = threading.Event(), threading.Event()
+    contexts: list[ItemContext] = []
+
+    def slow(value: bytes, context: ItemContext) -> None:
+        contexts.append(context)
+        context.transaction().create("/dq/first-wrote", value)
+        started.set()
+        release.wait(30)
+
+    second_got = Recorder[bytes]()
+    first = DistributedQueue(first_client, "/dq/lost", slow, lock_path="/dq/lost-locks").start()
+    producer.put(b"item")
+    assert started.wait(20)
+    expire_session(first_client, hosts=zk_hosts)  # the claim goes with the session
+    second = DistributedQueue(
+        second_client, "/dq/lost", lambda v, ctx: second_got(v), lock_path="/dq/lost-locks"
+    ).start()
+    second_got.wait_for(lambda v: v == b"item", timeout=20)
+    release.set()
+    wait_until(lambda: contexts[0].lost.is_set(), "the first consumer was told")
+    first.close()
+    second.close()
+    producer.close()
+    assert second_client.exists("/dq/first-wrote") is None  # its writes were not committed
+
+
+def test_a_bounded_put_waits_for_room_and_times_out(zk_client: ZkClient) -> None:
+    with DistributedQueue(zk_client, "/dq/bounded", max_items=2) as queue:
+        queue.put(b"1")
+        queue.put(b"2")
+        with pytest.raises(ZkTimeoutError, match="max_items=2"):
+            queue.put(b"3", timeout=0.3)
+        assert len(queue) == 2
+
+
+def test_a_corrupted_node_is_moved_aside_not_dropped(zk_client: ZkClient) -> None:
+    got = Recorder[bytes]()
+    zk_client.create("/dq/bad/queue-0000000000", b"not an item", parents=True)
+    with DistributedQueue(zk_client, "/dq/bad", lambda v, ctx: got(v)) as queue:
+        queue.put(b"fine")
+        got.wait_for(lambda v: v == b"fine")
+    assert zk_client.get("/dq/bad-corrupted/queue-0000000000")[0] == b"not an item"
+
+
+def test_a_put_whose_reply_is_lost_is_put_exactly_once(
+    zk_client_factory: ClientFactory, proxied: TcpProxy
+) -> None:
+    client = zk_client_factory(hosts=proxied.connect_string, session_timeout=6.0)
+    checker = zk_client_factory()
+    queue = DistributedQueue(client, "/dq/once").start()
+    queue.put(b"warm-up")
+    outcome: list[object] = []
+    proxied.drop_replies()
+    putter = threading.Thread(target=lambda: outcome.append(queue.put(b"once")))
+    putter.start()
+    wait_until(lambda: len(checker.get_children("/dq/once")) == 2, "applied on the server")
+    proxied.heal()  # the connection is reset: the client comes back on the same session
+    putter.join(30)
+    assert outcome, "the put did not return"
+    assert len(checker.get_children("/dq/once")) == 2  # not put twice
+    queue.close()

@@ -1,0 +1,301 @@
+"""DistributedQueue: Curator's queue bytes and names, where no item is lost or silently duplicated.
+
+Znodes (Curator's layout): the queue directory ``<path>`` (made at
+``start()``), items ``<path>/queue-<seq10>`` (PERSISTENT_SEQUENTIAL; the
+item bytes of ``items.py``; ``put_multi`` puts several items in one node),
+and with a lock path the claims ``<lock_path>/<item name>`` (EPHEMERAL). A
+Curator DistributedQueue on the same paths consumes what we put, and the
+reverse.
+
+**Putting, safely retried.** A put is one ``multi``: the item, a protected
+ephemeral marker of this producer under ``<path>-puts``, and the delete of
+its previous marker. A lost reply is answered by the marker (our
+transaction's recovery): the item was put once, or is put again; never
+twice, never lost. One request per put, and at most one marker per producer.
+
+**Consuming with a lock path** (at-least-once, and told when a duplicate is
+possible):
+
+1. claim: create ``<lock_path>/<item>`` EPHEMERAL; a claim of ours whose
+   reply was lost is ours (its owner is our session), not "someone else's"
+   (Curator skips the item for the session's life);
+2. read the item and call ``consumer(value, context)``; ``context`` has the
+   claim's fencing token (its ``czxid``), ``lost`` (set on SUSPENDED or LOST
+   while the consumer runs: the claim may be gone), and ``transaction()``: the
+   consumer's own writes, committed with the item's delete;
+3. returned: one transaction {check the claim; the consumer's writes; delete
+   the item}. If the claim was lost meanwhile (the session ended: another
+   consumer may have the item now), it fails and nothing of it applies: the
+   consumer is told (``lost``, a warning, ``zk_recipes_queue_claims_lost_total``);
+4. raised: one transaction {check the claim; delete the item; put it back
+   as a new ``queue-`` node} (Curator's REQUEUE);
+5. the claim is deleted. A consumer killed mid-item leaves its claim until
+   its session ends, then the item is consumed by another: nothing is lost.
+
+**Without a lock path** (Curator's at-most-once): read, delete (at its
+version), then consume. A delete whose reply was lost and whose retry finds
+NoNode delivers the item anyway (at-least-once for that case): Curator
+drops it.
+
+A node whose bytes do not parse is moved aside, to ``<path>-corrupted``
+(copied there before it is deleted as a consumed item would be), and logged
+with its path: never dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar, overload
+
+from zk_recipes import _paths
+from zk_recipes._client.client import ZkClient
+from zk_recipes._client.creates import CreateResult
+from zk_recipes._client.states import ConnectionState, StateChange
+from zk_recipes._errors import (
+    ClientStateError,
+    ConfigurationError,
+    ConnectionLostError,
+    NodeExistsError,
+    NoNodeError,
+    OperationTimeoutError,
+    RecipeUsageError,
+    SessionLost,
+    TransactionFailedError,
+    ZkRecipesError,
+    ZkTimeoutError,
+)
+from zk_recipes._internals.args import require_client
+from zk_recipes._queue.items import BYTES, CorruptedItemError, QueueSerializer, from_bytes, to_bytes
+from zk_recipes._queue.simple import _StateWake, _Wake
+from zk_recipes._queue.taking import PREFIX, ItemContext, Taker, count
+from zk_recipes._types import CreateMode
+
+log = logging.getLogger("zk_recipes.queue")
+
+T = TypeVar("T")
+Consumer = Callable[[T, ItemContext], object]
+
+
+class DistributedQueue(Generic[T]):
+    """A FIFO of items at ``path``; ``put`` from anywhere, a ``consumer`` thread takes them."""
+
+    @overload
+    def __init__(
+        self: DistributedQueue[bytes],
+        client: ZkClient,
+        path: str,
+        consumer: Consumer[bytes] | None = None,
+        *,
+        lock_path: str | None = None,
+        max_items: int | None = None,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        client: ZkClient,
+        path: str,
+        consumer: Consumer[T] | None = None,
+        *,
+        lock_path: str | None = None,
+        serializer: QueueSerializer[T],
+        max_items: int | None = None,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        client: ZkClient,
+        path: str,
+        consumer: Consumer[Any] | None = None,
+        *,
+        lock_path: str | None = None,
+        serializer: QueueSerializer[Any] = BYTES,
+        max_items: int | None = None,
+    ) -> None:
+        self.client = require_client(client, "DistributedQueue")
+        self.path = _paths.validate_path(path, what="the queue's path")
+        self.lock_path = (
+            None if lock_path is None else _paths.validate_path(lock_path, what="lock_path")
+        )
+        if consumer is not None and not callable(consumer):
+            raise ConfigurationError(f"consumer must be callable, got {consumer!r}")
+        if max_items is not None and (isinstance(max_items, bool) or max_items < 1):
+            raise ConfigurationError(f"max_items must be None or >= 1, got {max_items!r}")
+        self._taker = (
+            None
+            if consumer is None
+            else Taker(self.client, self.path, self.lock_path, consumer, serializer)
+        )
+        self._serializer = serializer
+        self._max_items = max_items
+        self._marker_dir = self.path + "-puts"
+        self._marker: tuple[str, int] | None = None  # (path, session) of our last put marker
+        self._put_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._state_wake = _StateWake(self._wake)
+        self._started = False
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self) -> DistributedQueue[T]:
+        """Make the directories; start the consumer thread (if there is a consumer)."""
+        if self._started:
+            raise RecipeUsageError(f"the queue {self.path} was started already")
+        self._started = True
+        # PERSISTENT, as Curator makes them (a container would be reaped when empty).
+        self._make_dir(self.path)
+        if self.lock_path is not None:
+            self._make_dir(self.lock_path)
+        self.client.add_listener(self._on_state)
+        if self._taker is not None:
+            self._thread = threading.Thread(
+                target=self._consume_loop, name=f"zk-recipes queue {self.path}", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def _make_dir(self, path: str) -> None:
+        with contextlib.suppress(NodeExistsError):
+            self.client.create(path, parents=True)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop consuming: the item in progress is finished first (up to ``timeout``)."""
+        self._stop.set()
+        self._wake.set()
+        self.client.remove_listener(self._on_state)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        marker, self._marker = self._marker, None
+        if marker is not None:
+            # Ephemeral: if this fails, it goes with the session.
+            with contextlib.suppress(ZkRecipesError):
+                self.client.delete(marker[0])
+
+    def __enter__(self) -> DistributedQueue[T]:
+        return self if self._started else self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- putting -----------------------------------------------------------
+    def put(self, item: T, timeout: float | None = None) -> str:
+        """Put one item; with ``max_items``, wait up to ``timeout`` while the queue is full."""
+        return self.put_multi([item], timeout)
+
+    def put_multi(self, items: Sequence[T], timeout: float | None = None) -> str:
+        """Put ``items`` as one node (consumed one by one, in order); returns its path."""
+        data = to_bytes([self._serializer.serialize(item) for item in items])
+        self._wait_for_room(timeout)
+        with self._put_lock:
+            return self._put(data)
+
+    def _put(self, data: bytes) -> str:
+        client = self.client
+        # Each retry below fixes one missing thing (a directory reaped, a marker gone).
+        for _attempt in range(5):
+            tx = client.transaction()
+            tx.create(_paths.join(self.path, PREFIX), data, mode=CreateMode.PERSISTENT_SEQUENTIAL)
+            tx.create(
+                _paths.join(self._marker_dir, "put"), mode=CreateMode.EPHEMERAL, protected=True
+            )
+            previous = self._marker
+            if previous is not None and previous[1] == client.session_id:
+                tx.delete(previous[0])
+            try:
+                results = tx.commit()
+            except TransactionFailedError as exc:
+                if isinstance(exc.cause, NoNodeError) and exc.index == 1:
+                    client.retry(lambda: client.ensure_path(self._marker_dir))
+                    continue  # the marker's directory was reaped: made again
+                if isinstance(exc.cause, NoNodeError) and exc.index == 2:
+                    self._marker = None  # our last marker went with its session
+                    continue
+                if isinstance(exc.cause, NoNodeError) and exc.index == 0:
+                    self._make_dir(self.path)  # deleted since start(): made again
+                    continue
+                raise
+            marker, item = results[1], results[0]
+            self._marker = (
+                (marker.path, client.session_id) if isinstance(marker, CreateResult) else None
+            )
+            count("zk_recipes_queue_items_put_total", self.path)
+            return item.path if isinstance(item, CreateResult) else self.path
+        raise ConnectionLostError(f"could not put an item into {self.path}; try again")
+
+    def _wait_for_room(self, timeout: float | None) -> None:
+        if self._max_items is None:
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        wake = threading.Event()
+        while True:
+            wake.clear()
+            if len(self._names(_Wake(wake))) < self._max_items:
+                return
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise ZkTimeoutError(
+                    f"the queue {self.path} held max_items={self._max_items} items for "
+                    f"{timeout:g} s: nothing was put"
+                )
+            wake.wait(left)
+
+    # -- reading without consuming -------------------------------------------
+    def __len__(self) -> int:
+        """The nodes in the queue (a ``put_multi`` node counts once)."""
+        return len(self._names())
+
+    def items(self) -> list[T]:
+        """Every item now in the queue, in order, without consuming (corrupted ones skipped)."""
+        found: list[T] = []
+        for name in self._names():
+            try:
+                data, _stat = self.client.get(_paths.join(self.path, name))
+                found.extend(self._serializer.deserialize(b) for b in from_bytes(data))
+            except (NoNodeError, CorruptedItemError):
+                continue
+        return found
+
+    def _names(self, watch: _Wake | None = None) -> list[str]:
+        try:
+            names = self.client.get_children(self.path, watch=watch)
+        except NoNodeError:
+            # Deleted under us: an exists watch says when a put makes it again.
+            if watch is not None and self.client.exists(self.path, watch=watch) is not None:
+                return self._names(watch)
+            return []
+        return sorted(name for name in names if name.startswith(PREFIX))
+
+    # -- consuming -----------------------------------------------------------
+    def _on_state(self, change: StateChange) -> None:
+        if change.state in (ConnectionState.SUSPENDED, ConnectionState.LOST):
+            running = self._taker.running if self._taker is not None else None
+            if running is not None and running.fencing_token is not None:
+                running.lost.set()
+        self._wake.set()  # a reconnect lists again: a dropped watch says nothing
+
+    def _consume_loop(self) -> None:
+        watch = _Wake(self._wake)
+        while not self._stop.is_set():
+            self._wake.clear()
+            try:
+                names = self._names(watch)
+                for name in names:
+                    if self._stop.is_set():
+                        return
+                    assert self._taker is not None
+                    self._taker.process(name)
+            except (ConnectionLostError, OperationTimeoutError, SessionLost, ClientStateError):
+                pass  # looked at again once connected
+            except Exception:
+                log.exception("the consumer loop of %s failed on an item; going on", self.path)
+            state = self.client.state
+            self._wake.wait(None if state is not None and state.is_connected else 0.2)
+
+    def __repr__(self) -> str:
+        return f"<DistributedQueue {self.path}>"

@@ -1,0 +1,205 @@
+"""Taking one queue item: claimed (lock path) or at most once, then consumed, committed or put back.
+
+DistributedQueue's consumer thread lists the items and hands each name to
+``Taker.process``; the claim, the delivery to the consumer, the commit with
+the item's delete (and the consumer's own writes), the requeue and the
+moving aside of a corrupted node are here. The rules are the queue's
+(``distributed.py``'s module note).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from zk_recipes import _metrics, _paths
+from zk_recipes._client.client import ZkClient
+from zk_recipes._client.transaction import Transaction
+from zk_recipes._errors import (
+    BadVersionError,
+    ConnectionLostError,
+    NodeExistsError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionLost,
+    TransactionFailedError,
+    ZkRecipesError,
+)
+from zk_recipes._queue.items import CorruptedItemError, QueueSerializer, from_bytes
+from zk_recipes._types import CreateMode
+
+log = logging.getLogger("zk_recipes.queue")
+
+PREFIX = "queue-"
+
+
+def count(metric: str, queue: str) -> None:
+    sink = _metrics.sink
+    if sink is not None:
+        sink.count(metric, {"queue": queue})
+
+
+@dataclasses.dataclass
+class ItemContext:
+    """What a consumer gets with an item."""
+
+    #: The item's node.
+    path: str
+    #: The claim's ``czxid`` (lock path only): higher for every later claim of any item.
+    fencing_token: int | None
+    #: Set on SUSPENDED or LOST while the consumer runs: its claim may be gone.
+    lost: threading.Event
+    _transaction: Transaction
+
+    def transaction(self) -> Transaction:
+        """Add your ZooKeeper writes here: they commit with the item's delete, or not at all."""
+        return self._transaction
+
+
+Consumer = Callable[[Any, ItemContext], object]
+
+
+class Taker:
+    """Takes items of the queue at ``path`` for ``consumer``."""
+
+    def __init__(
+        self,
+        client: ZkClient,
+        path: str,
+        lock_path: str | None,
+        consumer: Consumer,
+        serializer: QueueSerializer[Any],
+    ) -> None:
+        self.client = client
+        self.path = path
+        self.lock_path = lock_path
+        self.consumer = consumer
+        self.serializer = serializer
+        #: The item the consumer is running (lock path: its ``lost`` is set on a loss).
+        self.running: ItemContext | None = None
+
+    def process(self, name: str) -> None:
+        """Take the item ``name`` if it is ours to take, and hand it to the consumer."""
+        item = _paths.join(self.path, name)
+        if self.lock_path is None:
+            self._process_at_most_once(item)
+        else:
+            self._process_claimed(item, _paths.join(self.lock_path, name))
+
+    def _process_at_most_once(self, item: str) -> None:
+        try:
+            data, stat = self.client.get(item)
+        except NoNodeError:
+            return
+        if not self._delete_ours(item, stat.version):
+            return
+        context = ItemContext(item, None, threading.Event(), self.client.transaction())
+        self._deliver(item, data, context, requeue=False)
+        if len(context.transaction()):
+            context.transaction().commit()
+
+    def _process_claimed(self, item: str, claim: str) -> None:
+        client = self.client
+        try:
+            made = client.create(claim, mode=CreateMode.EPHEMERAL, replace_stale=True)
+        except NodeExistsError:
+            return  # another consumer's claim
+        try:
+            try:
+                data, _stat = client.get(item)
+            except NoNodeError:
+                return  # consumed by the claim's previous holder
+            tx = client.transaction().check(claim, version=made.stat.version)
+            context = ItemContext(item, made.stat.czxid, threading.Event(), tx)
+            self.running = context
+            try:
+                ok = self._deliver(item, data, context, requeue=True)
+            finally:
+                self.running = None
+            if ok:
+                tx.delete(item)
+            else:
+                tx = client.transaction().check(claim, version=made.stat.version)
+                tx.delete(item).create(
+                    _paths.join(self.path, PREFIX), data, mode=CreateMode.PERSISTENT_SEQUENTIAL
+                )
+            try:
+                tx.commit()
+            except (SessionLost, ConnectionLostError) as exc:
+                # The session (and the claim) ended before or while the commit went out:
+                # either it applied (the item is gone) or nothing did (another runs it).
+                context.lost.set()
+                count("zk_recipes_queue_claims_lost_total", self.path)
+                log.warning("queue item %s: the session ended at its commit (%s)", item, exc)
+                return
+            except TransactionFailedError as exc:
+                if exc.index == 0:  # the claim is gone: the session ended meanwhile
+                    context.lost.set()
+                    count("zk_recipes_queue_claims_lost_total", self.path)
+                    log.warning(
+                        "queue item %s: its claim was lost while the consumer ran; nothing "
+                        "was committed, and another consumer may run it again",
+                        item,
+                    )
+                    return
+                raise
+            if not ok:
+                count("zk_recipes_queue_items_requeued_total", self.path)
+        finally:
+            with contextlib.suppress(ZkRecipesError):
+                client.delete(claim, guaranteed=True)
+
+    def _deliver(self, item: str, data: bytes, context: ItemContext, *, requeue: bool) -> bool:
+        """Call the consumer on each item of the node; False when it raised."""
+        consumer = self.consumer
+        assert consumer is not None
+        try:
+            values = [self.serializer.deserialize(b) for b in from_bytes(data)]
+        except (CorruptedItemError, ValueError) as exc:
+            self._move_aside(item, data, exc)
+            return True
+        try:
+            for value in values:
+                consumer(value, context)
+        except Exception:
+            log.exception(
+                "the consumer of %s raised on %s: %s",
+                self.path,
+                item,
+                "put back in the queue" if requeue else "the item is gone (no lock path)",
+            )
+            return False
+        count("zk_recipes_queue_items_consumed_total", self.path)
+        return True
+
+    def _delete_ours(self, item: str, version: int) -> bool:
+        """Delete ``item`` at ``version``; True when it is ours to deliver (see the module note)."""
+        lost = False
+        deadline = time.monotonic() + 2 * self.client.settings.connection_timeout
+        while True:
+            try:
+                self.client.delete_async(item, version).result(
+                    self.client.settings.connection_timeout
+                )
+                return True
+            except NoNodeError:
+                return lost  # our first delete's reply was lost: ours, delivered
+            except BadVersionError:
+                return False  # changed since we read it: not the item we read
+            except (ConnectionLostError, OperationTimeoutError, SessionLost):
+                lost = True
+                if time.monotonic() > deadline:
+                    raise
+                self.client.wait_connected(max(0.0, deadline - time.monotonic()))
+
+    def _move_aside(self, item: str, data: bytes, why: Exception) -> None:
+        """Copy a node that is no item to ``<path>-corrupted``; the caller then deletes it."""
+        aside = _paths.join(self.path + "-corrupted", _paths.name_of(item))
+        log.error("queue item %s is not an item (%s): moved aside to %s", item, why, aside)
+        with contextlib.suppress(NodeExistsError):  # copied by an earlier try
+            self.client.create(aside, data, parents=True)
