@@ -200,13 +200,22 @@ from zk_recipes._nodes.persistent_node import (
 from zk_recipes._paths import (
     validate_path as validate_path,
 )
+from zk_recipes._queue.delay import (
+    DelayQueue as DelayQueue,
+)
 from zk_recipes._queue.distributed import (
     DistributedQueue as DistributedQueue,
+)
+from zk_recipes._queue.id_queue import (
+    IdQueue as IdQueue,
 )
 from zk_recipes._queue.items import (
     BYTES as BYTES,
     JSON as JSON,
     QueueSerializer as QueueSerializer,
+)
+from zk_recipes._queue.priority import (
+    PriorityQueue as PriorityQueue,
 )
 from zk_recipes._queue.simple import (
     SimpleQueue as SimpleQueue,
@@ -298,12 +307,14 @@ __all__ = [
     "CreateMode",
     "CreateResult",
     "DataTooLargeError",
+    "DelayQueue",
     "DistributedQueue",
     "DoubleBarrier",
     "DownInstancePolicy",
     "ErrorPolicy",
     "ExponentialBackoffRetry",
     "GroupMember",
+    "IdQueue",
     "InvalidPathError",
     "ItemContext",
     "JavaValue",
@@ -341,6 +352,7 @@ __all__ = [
     "PersistentNodeState",
     "PersistentWatch",
     "PlateauRetry",
+    "PriorityQueue",
     "ProcessClient",
     "PromotedToLock",
     "ProviderStrategy",

@@ -190,17 +190,29 @@ class DistributedQueue(Generic[T]):
 
     def put_multi(self, items: Sequence[T], timeout: float | None = None) -> str:
         """Put ``items`` as one node (consumed one by one, in order); returns its path."""
+        return self._put_node(items, PREFIX, timeout)
+
+    def _put_node(self, items: Sequence[T], prefix: str, timeout: float | None) -> str:
         data = to_bytes([self._serializer.serialize(item) for item in items])
         self._wait_for_room(timeout)
         with self._put_lock:
-            return self._put(data)
+            return self._put(data, prefix)
 
-    def _put(self, data: bytes) -> str:
+    # -- what the priority, delay and id queues change ---------------------------
+    def _order(self, names: list[str]) -> list[str]:
+        """The items in the order they are consumed (plain and priority: by name)."""
+        return sorted(names)
+
+    def _ready(self, names: list[str]) -> tuple[list[str], float | None]:
+        """The items to consume now, and the seconds until the next one is (None: no wait)."""
+        return names, None
+
+    def _put(self, data: bytes, prefix: str = PREFIX) -> str:
         client = self.client
         # Each retry below fixes one missing thing (a directory reaped, a marker gone).
         for _attempt in range(5):
             tx = client.transaction()
-            tx.create(_paths.join(self.path, PREFIX), data, mode=CreateMode.PERSISTENT_SEQUENTIAL)
+            tx.create(_paths.join(self.path, prefix), data, mode=CreateMode.PERSISTENT_SEQUENTIAL)
             tx.create(
                 _paths.join(self._marker_dir, "put"), mode=CreateMode.EPHEMERAL, protected=True
             )
@@ -253,7 +265,7 @@ class DistributedQueue(Generic[T]):
     def items(self) -> list[T]:
         """Every item now in the queue, in order, without consuming (corrupted ones skipped)."""
         found: list[T] = []
-        for name in self._names():
+        for name in self._order(self._names()):
             try:
                 data, _stat = self.client.get(_paths.join(self.path, name))
                 found.extend(self._serializer.deserialize(b) for b in from_bytes(data))
@@ -284,18 +296,22 @@ class DistributedQueue(Generic[T]):
         while not self._stop.is_set():
             self._wake.clear()
             try:
-                names = self._names(watch)
-                for name in names:
+                ready, due_in = self._ready(self._order(self._names(watch)))
+                for name in ready:
                     if self._stop.is_set():
                         return
                     assert self._taker is not None
                     self._taker.process(name)
             except (ConnectionLostError, OperationTimeoutError, SessionLost, ClientStateError):
-                pass  # looked at again once connected
+                due_in = None  # looked at again once connected
             except Exception:
+                due_in = None
                 log.exception("the consumer loop of %s failed on an item; going on", self.path)
             state = self.client.state
-            self._wake.wait(None if state is not None and state.is_connected else 0.2)
+            pause = None if state is not None and state.is_connected else 0.2
+            if due_in is not None:  # a delayed item falls due: wake then, or at a change
+                pause = due_in if pause is None else min(pause, due_in)
+            self._wake.wait(pause)
 
     def __repr__(self) -> str:
         return f"<DistributedQueue {self.path}>"

@@ -36,6 +36,17 @@ from zk_recipes._types import CreateMode
 log = logging.getLogger("zk_recipes.queue")
 
 PREFIX = "queue-"
+#: The sequence the server appends to every item's name.
+SEQUENCE_DIGITS = 10
+
+
+def requeue_prefix(name: str) -> str:
+    """An item put back keeps what its name says (priority, due time, id), with a new sequence.
+
+    Curator keeps only the id queue's id (CURATOR-224): a priority or delay
+    item put back by Curator becomes a plain ``queue-`` node.
+    """
+    return name[:-SEQUENCE_DIGITS] if len(name) > SEQUENCE_DIGITS else PREFIX
 
 
 def count(metric: str, queue: str) -> None:
@@ -126,7 +137,9 @@ class Taker:
             else:
                 tx = client.transaction().check(claim, version=made.stat.version)
                 tx.delete(item).create(
-                    _paths.join(self.path, PREFIX), data, mode=CreateMode.PERSISTENT_SEQUENTIAL
+                    _paths.join(self.path, requeue_prefix(_paths.name_of(item))),
+                    data,
+                    mode=CreateMode.PERSISTENT_SEQUENTIAL,
                 )
             try:
                 tx.commit()

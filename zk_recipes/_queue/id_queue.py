@@ -1,0 +1,68 @@
+"""IdQueue: Curator's DistributedIdQueue; items carry an id, and ``remove(id)`` takes them out.
+
+The id is in the node's name, as Curator writes it: ``queue-|<id>|`` + the
+sequence, with ``/`` and ``|`` in the id replaced by ``_`` (a name holds
+neither). Items are consumed FIFO (the id does not order them).
+``remove(id)`` applies the same replacement before comparing, so an id with
+``/`` or ``|`` is removed (Curator compares the unreplaced id, and such an
+item can never be removed). An item put back keeps its id, as in Curator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import TypeVar
+
+from zk_recipes import _paths
+from zk_recipes._errors import ConfigurationError, NoNodeError
+from zk_recipes._queue.distributed import DistributedQueue
+from zk_recipes._queue.taking import PREFIX
+
+T = TypeVar("T")
+
+
+def fixed_id(item_id: str) -> str:
+    if not isinstance(item_id, str) or not item_id:
+        raise ConfigurationError(f"an item id must be a non-empty str, got {item_id!r}")
+    return item_id.replace("/", "_").replace("|", "_")
+
+
+def id_of(name: str) -> str | None:
+    """The (replaced) id in an item's name, read from its first two ``|``; None without."""
+    parts = name.split("|", 2)
+    return parts[1] if len(parts) == 3 else None
+
+
+class IdQueue(DistributedQueue[T]):
+    """A DistributedQueue whose items have ids: ``put(item, item_id=...)``, ``remove(id)``."""
+
+    def put(  # type: ignore[override]
+        self, item: T, timeout: float | None = None, *, item_id: str
+    ) -> str:
+        """Put one item under ``item_id``."""
+        return self._put_node([item], f"{PREFIX}|{fixed_id(item_id)}|", timeout)
+
+    def put_multi(  # type: ignore[override]
+        self, items: Sequence[T], timeout: float | None = None, *, item_id: str
+    ) -> str:
+        return self._put_node(items, f"{PREFIX}|{fixed_id(item_id)}|", timeout)
+
+    def remove(self, item_id: str) -> int:
+        """Delete every item with ``item_id`` not consumed yet; how many were deleted."""
+        wanted = fixed_id(item_id)
+        removed = 0
+        for name in self._names():
+            if id_of(name) == wanted:
+                with contextlib.suppress(NoNodeError):
+                    self.client.delete_async(_paths.join(self.path, name)).result(
+                        self.client.settings.connection_timeout
+                    )
+                    removed += 1
+        return removed
+
+    def _order(self, names: list[str]) -> list[str]:
+        return sorted(names, key=lambda name: name[-10:])
+
+    def __repr__(self) -> str:
+        return f"<IdQueue {self.path}>"
