@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from zk_recipes._client.client import ZkClient
 from zk_recipes._errors import ConfigurationError
-from zk_recipes._queue.distributed import DistributedQueue
+from zk_recipes._queue.distributed import Consumer, DistributedQueue
+from zk_recipes._queue.items import QueueSerializer
 from zk_recipes._queue.taking import PREFIX
 
 T = TypeVar("T")
@@ -47,6 +49,33 @@ def delay_prefix(delay_until_ms: int) -> str:
 
 class DelayQueue(DistributedQueue[T]):
     """A DistributedQueue whose items wait until their time (epoch milliseconds)."""
+
+    if TYPE_CHECKING:  # the base's overloads, for this class (mypy binds them to the base)
+
+        @overload
+        def __init__(
+            self: DelayQueue[bytes],
+            client: ZkClient,
+            path: str,
+            consumer: Consumer[bytes] | None = None,
+            *,
+            lock_path: str | None = None,
+            max_items: int | None = None,
+        ) -> None: ...
+
+        @overload
+        def __init__(
+            self,
+            client: ZkClient,
+            path: str,
+            consumer: Consumer[T] | None = None,
+            *,
+            lock_path: str | None = None,
+            serializer: QueueSerializer[T],
+            max_items: int | None = None,
+        ) -> None: ...
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
 
     def put(  # type: ignore[override]
         self, item: T, timeout: float | None = None, *, delay_until_ms: int

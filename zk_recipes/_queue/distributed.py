@@ -77,6 +77,7 @@ from zk_recipes._types import CreateMode
 log = logging.getLogger("zk_recipes.queue")
 
 T = TypeVar("T")
+_Q = TypeVar("_Q", bound="DistributedQueue[Any]")
 Consumer = Callable[[T, ItemContext], object]
 
 
@@ -142,7 +143,7 @@ class DistributedQueue(Generic[T]):
         self._started = False
 
     # -- lifecycle ---------------------------------------------------------
-    def start(self) -> DistributedQueue[T]:
+    def start(self: _Q) -> _Q:
         """Make the directories; start the consumer thread (if there is a consumer)."""
         if self._started:
             raise RecipeUsageError(f"the queue {self.path} was started already")
@@ -177,7 +178,7 @@ class DistributedQueue(Generic[T]):
             with contextlib.suppress(ZkRecipesError):
                 self.client.delete(marker[0])
 
-    def __enter__(self) -> DistributedQueue[T]:
+    def __enter__(self: _Q) -> _Q:
         return self if self._started else self.start()
 
     def __exit__(self, *exc_info: object) -> None:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from zk_recipes import _paths
+from zk_recipes._client.client import ZkClient
 from zk_recipes._errors import ConfigurationError, NoNodeError
-from zk_recipes._queue.distributed import DistributedQueue
+from zk_recipes._queue.distributed import Consumer, DistributedQueue
+from zk_recipes._queue.items import QueueSerializer
 from zk_recipes._queue.taking import PREFIX
 
 T = TypeVar("T")
@@ -36,6 +38,33 @@ def id_of(name: str) -> str | None:
 
 class IdQueue(DistributedQueue[T]):
     """A DistributedQueue whose items have ids: ``put(item, item_id=...)``, ``remove(id)``."""
+
+    if TYPE_CHECKING:  # the base's overloads, for this class (mypy binds them to the base)
+
+        @overload
+        def __init__(
+            self: IdQueue[bytes],
+            client: ZkClient,
+            path: str,
+            consumer: Consumer[bytes] | None = None,
+            *,
+            lock_path: str | None = None,
+            max_items: int | None = None,
+        ) -> None: ...
+
+        @overload
+        def __init__(
+            self,
+            client: ZkClient,
+            path: str,
+            consumer: Consumer[T] | None = None,
+            *,
+            lock_path: str | None = None,
+            serializer: QueueSerializer[T],
+            max_items: int | None = None,
+        ) -> None: ...
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
 
     def put(  # type: ignore[override]
         self, item: T, timeout: float | None = None, *, item_id: str

@@ -12,10 +12,12 @@ becomes a plain ``queue-`` node, which sorts before every priority >= 0).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from zk_recipes._client.client import ZkClient
 from zk_recipes._errors import ConfigurationError
-from zk_recipes._queue.distributed import DistributedQueue
+from zk_recipes._queue.distributed import Consumer, DistributedQueue
+from zk_recipes._queue.items import QueueSerializer
 from zk_recipes._queue.taking import PREFIX
 
 T = TypeVar("T")
@@ -32,6 +34,33 @@ def priority_prefix(priority: int) -> str:
 
 class PriorityQueue(DistributedQueue[T]):
     """A DistributedQueue whose ``put`` takes a priority (smaller first)."""
+
+    if TYPE_CHECKING:  # the base's overloads, for this class (mypy binds them to the base)
+
+        @overload
+        def __init__(
+            self: PriorityQueue[bytes],
+            client: ZkClient,
+            path: str,
+            consumer: Consumer[bytes] | None = None,
+            *,
+            lock_path: str | None = None,
+            max_items: int | None = None,
+        ) -> None: ...
+
+        @overload
+        def __init__(
+            self,
+            client: ZkClient,
+            path: str,
+            consumer: Consumer[T] | None = None,
+            *,
+            lock_path: str | None = None,
+            serializer: QueueSerializer[T],
+            max_items: int | None = None,
+        ) -> None: ...
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
 
     def put(self, item: T, timeout: float | None = None, *, priority: int = 0) -> str:
         """Put one item at ``priority``."""
