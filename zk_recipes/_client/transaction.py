@@ -80,7 +80,7 @@ class _Client(Protocol):
 
 
 #: A transaction's results: one per operation, in order.
-Results = list[CreateResult | ZnodeStat | None]
+Results = list[CreateResult | ZnodeStat | str | None]
 
 
 class Transaction:
@@ -151,12 +151,16 @@ class Transaction:
             self.commit()
 
     # -- sending ----------------------------------------------------------------
-    def commit(self, timeout: float | None = None) -> Results:
+    def commit(self, timeout: float | None = None, *, stats: bool = True) -> Results:
         """Apply every operation or none; the results per operation.
 
         ``TransactionFailedError`` when the server refused it (nothing
         applied); ``TransactionOutcomeUnknown`` when the reply was lost and no
         protected create can tell. An empty transaction commits nothing.
+        A create's result carries its stat; ZooKeeper 3.8.0 sends a create in
+        a multi back with its path only (not a container's), and the stat is
+        then read (one ``exists`` per create): ``stats=False`` skips that, and
+        such a create's result is its path (a str).
         """
         if self._sent:
             raise RecipeUsageError("this transaction was committed already: make a new one")
@@ -195,13 +199,13 @@ class Transaction:
                     self.results = self._connected(self._recovered_results)
                     return self.results
                 continue  # not applied: send it again, on this connection or the next
-            self.results = self._results(raw)
+            self.results = self._results(raw, stats)
             return self.results
         raise TransactionOutcomeUnknown(
             "a transaction lost its reply twice and was not applied; try again later"
         )
 
-    def _results(self, raw: list[tuple[Any, ...]]) -> Results:
+    def _results(self, raw: list[tuple[Any, ...]], stats: bool = True) -> Results:
         failed = [i for i, r in enumerate(raw) if r[0] == "error" and r[1] is not None]
         if failed:
             index = failed[0]
@@ -218,7 +222,10 @@ class Transaction:
         for result in raw:
             if result[0] == "create":
                 stat = result[2]
-                if stat is None:  # a plain create (opcode 1) answers with the path only
+                if stat is None and not stats:
+                    results.append(self._client._rel(result[1]))
+                    continue
+                if stat is None:  # ZooKeeper 3.8.0 answers a create in a multi with its path only
                     stat = self._client._usable().exists_async(result[1]).result()
                 results.append(CreateResult(self._client._rel(result[1]), stat))
             elif result[0] == "set":

@@ -71,7 +71,7 @@ from zk_recipes._errors import (
 from zk_recipes._internals.args import require_client
 from zk_recipes._queue.items import BYTES, CorruptedItemError, QueueSerializer, from_bytes, to_bytes
 from zk_recipes._queue.simple import _StateWake, _Wake
-from zk_recipes._queue.taking import PREFIX, ItemContext, Taker, count
+from zk_recipes._queue.taking import BATCH, PREFIX, ItemContext, Taker, count
 from zk_recipes._types import CreateMode
 
 log = logging.getLogger("zk_recipes.queue")
@@ -221,7 +221,7 @@ class DistributedQueue(Generic[T]):
             if previous is not None and previous[1] == client.session_id:
                 tx.delete(previous[0])
             try:
-                results = tx.commit()
+                results = tx.commit(stats=False)  # the paths are all a put needs
             except TransactionFailedError as exc:
                 if isinstance(exc.cause, NoNodeError) and exc.index == 1:
                     client.retry(lambda: client.ensure_path(self._marker_dir))
@@ -233,12 +233,10 @@ class DistributedQueue(Generic[T]):
                     self._make_dir(self.path)  # deleted since start(): made again
                     continue
                 raise
-            marker, item = results[1], results[0]
-            self._marker = (
-                (marker.path, client.session_id) if isinstance(marker, CreateResult) else None
-            )
+            marker, item = _path_of(results[1]), _path_of(results[0])
+            self._marker = (marker, client.session_id) if marker is not None else None
             count("zk_recipes_queue_items_put_total", self.path)
-            return item.path if isinstance(item, CreateResult) else self.path
+            return item if item is not None else self.path
         raise ConnectionLostError(f"could not put an item into {self.path}; try again")
 
     def _wait_for_room(self, timeout: float | None) -> None:
@@ -298,11 +296,16 @@ class DistributedQueue(Generic[T]):
             self._wake.clear()
             try:
                 ready, due_in = self._ready(self._order(self._names(watch)))
-                for name in ready:
+                taker = self._taker
+                assert taker is not None
+                if self.lock_path is None:
+                    while ready and not self._stop.is_set():
+                        taker.take_at_most_once(ready)  # a batch, pipelined
+                        ready = ready[BATCH:]
+                for name in ready if self.lock_path is not None else ():
                     if self._stop.is_set():
                         return
-                    assert self._taker is not None
-                    self._taker.process(name)
+                    taker.process(name)
             except (ConnectionLostError, OperationTimeoutError, SessionLost, ClientStateError):
                 due_in = None  # looked at again once connected
             except Exception:
@@ -316,3 +319,12 @@ class DistributedQueue(Generic[T]):
 
     def __repr__(self) -> str:
         return f"<DistributedQueue {self.path}>"
+
+
+def _path_of(result: object) -> str | None:
+    """A create's path from a transaction's result (a str, or a CreateResult when recovered)."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, CreateResult):
+        return result.path
+    return None
