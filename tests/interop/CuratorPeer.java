@@ -88,6 +88,27 @@
  *   pick NAME                        -> OK <id of getInstance()>|OK -  (none)
  *   Closing a discovery closes (and forgets) the caches and providers made from it first,
  *   then the discovery, which deletes the instances it registered.
+ * Queues (curator-recipes QueueBuilder, with a byte-identity QueueSerializer<byte[]>). Items
+ * travel as hex; an item argument "-" is zero bytes (in replies and events zero bytes are an
+ * empty payload). Puts wait for the write (putInBackground(false)): OK means the node exists.
+ *   queue NAME KIND PATH [LOCKPATH|-] [noconsumer]
+ *                                    KIND plain|priority|delay|id: buildQueue(),
+ *                                       buildPriorityQueue(0), buildDelayQueue(), buildIdQueue()
+ *                                       (with lockPath(LOCKPATH) unless "-"), started. The
+ *                                       consumer sends EVENT NAME item <hex> per item consumed
+ *                                       and, registered as a connection listener (the queues do
+ *                                       not register it), EVENT NAME state <STATE>;
+ *                                       noconsumer: a producer-only queue (consumer null)
+ *   qput NAME HEX [ARG]              put(item) (plain), put(item, int priority) (priority),
+ *                                       put(item, long delayUntilEpochMs) (delay),
+ *                                       put(item, String itemId) (id)
+ *   qputmulti NAME HEX [HEX ...]     putMulti(MultiItem of the items): one node (plain only)
+ *   qremove NAME ID                  -> OK <count>  remove(ID) (id queue; Curator compares ID with
+ *                                       the node's fixed id: "/" and "|" became "_")
+ *   simple NAME PATH                 SimpleDistributedQueue
+ *   soffer NAME HEX                  -> OK         offer(item)
+ *   stake NAME TIMEOUTMS             -> OK <hex>|OK -  poll(TIMEOUTMS, MILLISECONDS); "-" = none
+ *   close NAME closes a queue (a simple queue has nothing to close).
  * Any handle:
  *   close NAME [SILENT|NOTIFY_LEADER] -> OK: releases what a lock holds, closes the recipe,
  *                                       forgets the handle (the close mode is for latches)
@@ -145,6 +166,15 @@ import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.locks.StandardLockInternalsDriver;
+import org.apache.curator.framework.recipes.queue.DistributedDelayQueue;
+import org.apache.curator.framework.recipes.queue.DistributedIdQueue;
+import org.apache.curator.framework.recipes.queue.DistributedPriorityQueue;
+import org.apache.curator.framework.recipes.queue.DistributedQueue;
+import org.apache.curator.framework.recipes.queue.QueueBase;
+import org.apache.curator.framework.recipes.queue.QueueBuilder;
+import org.apache.curator.framework.recipes.queue.QueueConsumer;
+import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.SharedCountListener;
 import org.apache.curator.framework.recipes.shared.SharedCountReader;
@@ -810,6 +840,114 @@ public final class CuratorPeer {
         }
     }
 
+    // -- queues (QueueBuilder's four queues, SimpleDistributedQueue) ----------------------------
+
+    /** Items are bytes as they are: the protocol carries them as hex. */
+    static final QueueSerializer<byte[]> IDENTITY = new QueueSerializer<byte[]>() {
+        public byte[] serialize(byte[] item) {
+            return item;
+        }
+
+        public byte[] deserialize(byte[] bytes) {
+            return bytes;
+        }
+    };
+
+    /** An item argument: hex, or "-" for zero bytes (an empty argument cannot be written). */
+    static byte[] itemBytes(String arg) throws CommandError {
+        return arg.equals("-") ? new byte[0] : unhex(arg);
+    }
+
+    static final class QueueHandle extends Handle {
+        final String kind;
+        final QueueBase<byte[]> queue;
+        final QueueConsumer<byte[]> consumer;
+
+        QueueHandle(String name, String kind, String path, String lockPath, boolean consume)
+                throws Exception {
+            super(name);
+            this.kind = kind;
+            consumer = !consume ? null : new QueueConsumer<byte[]>() {
+                public void consumeMessage(byte[] item) {
+                    event(name, "item " + hex(item));
+                }
+
+                public void stateChanged(CuratorFramework c, ConnectionState state) {
+                    event(name, "state " + state.name());
+                }
+            };
+            // putInBackground(false): a put returns once its node exists, so OK means written.
+            QueueBuilder<byte[]> builder =
+                    QueueBuilder.builder(client, consumer, IDENTITY, path).putInBackground(false);
+            if (lockPath != null) {
+                builder.lockPath(lockPath);
+            }
+            switch (kind) {
+                case "plain":
+                    queue = builder.buildQueue();
+                    break;
+                case "priority":
+                    queue = builder.buildPriorityQueue(0);
+                    break;
+                case "delay":
+                    queue = builder.buildDelayQueue();
+                    break;
+                case "id":
+                    queue = builder.buildIdQueue();
+                    break;
+                default:
+                    throw new CommandError("queue KIND must be plain, priority, delay or id");
+            }
+            queue.start();
+            // The queues never tell their consumer of connection states: the application
+            // registers it, as Curator's documentation asks.
+            if (consumer != null) {
+                client.getConnectionStateListenable().addListener(consumer);
+            }
+        }
+
+        void put(byte[] item, String arg) throws Exception {
+            if (kind.equals("plain") != (arg == null)) {
+                throw new CommandError(kind.equals("plain") ? "a plain queue's put takes no ARG"
+                        : "a " + kind + " queue's put needs ARG");
+            }
+            switch (kind) {
+                case "plain":
+                    ((DistributedQueue<byte[]>) queue).put(item);
+                    break;
+                case "priority":
+                    ((DistributedPriorityQueue<byte[]>) queue).put(item, Integer.parseInt(arg));
+                    break;
+                case "delay":
+                    ((DistributedDelayQueue<byte[]>) queue).put(item, Long.parseLong(arg));
+                    break;
+                default:
+                    ((DistributedIdQueue<byte[]>) queue).put(item, arg);
+                    break;
+            }
+        }
+
+        void close(String mode) throws Exception {
+            if (consumer != null) {
+                client.getConnectionStateListenable().removeListener(consumer);
+            }
+            queue.close();
+        }
+    }
+
+    static final class SimpleQueueHandle extends Handle {
+        final SimpleDistributedQueue queue;
+
+        SimpleQueueHandle(String name, String path) {
+            super(name);
+            queue = new SimpleDistributedQueue(client, path);
+        }
+
+        void close(String mode) {
+            // nothing to close: every call is a ZooKeeper round trip of its own
+        }
+    }
+
     // -- command helpers ----------------------------------------------------------------------
 
     static void need(String[] a, int min, int max, String usage) throws CommandError {
@@ -1217,6 +1355,64 @@ public final class CuratorPeer {
                 ServiceInstance<Object> picked =
                         handle(a[1], ProviderHandle.class, "a provider").provider.getInstance();
                 return "OK " + (picked == null ? "-" : picked.getId());
+            }
+            case "queue": {
+                need(a, 4, 6, "queue NAME plain|priority|delay|id PATH [LOCKPATH|-] [noconsumer]");
+                String lockPath = a.length > 4 && !a[4].equals("-") ? a[4] : null;
+                boolean consume = true;
+                if (a.length > 5) {
+                    if (!a[5].equals("noconsumer")) {
+                        throw new CommandError("the last argument of queue can only be noconsumer");
+                    }
+                    consume = false;
+                }
+                String name = newName(a[1]);
+                handles.put(name, new QueueHandle(name, a[2], a[3], lockPath, consume));
+                return "OK";
+            }
+            case "qput": {
+                need(a, 3, 4, "qput NAME HEX [PRIORITY|DELAYUNTILMS|ID]");
+                handle(a[1], QueueHandle.class, "a queue").put(itemBytes(a[2]), a.length > 3 ? a[3] : null);
+                return "OK";
+            }
+            case "qputmulti": {
+                need(a, 3, Integer.MAX_VALUE, "qputmulti NAME HEX [HEX ...]");
+                QueueHandle h = handle(a[1], QueueHandle.class, "a queue");
+                if (!h.kind.equals("plain")) {
+                    throw new CommandError("qputmulti is for plain queues");
+                }
+                List<byte[]> items = new ArrayList<>();
+                for (int i = 2; i < a.length; i++) {
+                    items.add(itemBytes(a[i]));
+                }
+                Iterator<byte[]> next = items.iterator();
+                ((DistributedQueue<byte[]>) h.queue).putMulti(() -> next.hasNext() ? next.next() : null);
+                return "OK";
+            }
+            case "qremove": {
+                need(a, 3, 3, "qremove NAME ID");
+                QueueHandle h = handle(a[1], QueueHandle.class, "a queue");
+                if (!h.kind.equals("id")) {
+                    throw new CommandError("qremove is for id queues");
+                }
+                return "OK " + ((DistributedIdQueue<byte[]>) h.queue).remove(a[2]);
+            }
+            case "simple": {
+                need(a, 3, 3, "simple NAME PATH");
+                String name = newName(a[1]);
+                handles.put(name, new SimpleQueueHandle(name, a[2]));
+                return "OK";
+            }
+            case "soffer": {
+                need(a, 3, 3, "soffer NAME HEX");
+                handle(a[1], SimpleQueueHandle.class, "a simple queue").queue.offer(itemBytes(a[2]));
+                return "OK";
+            }
+            case "stake": {
+                need(a, 3, 3, "stake NAME TIMEOUTMS");
+                SimpleDistributedQueue q = handle(a[1], SimpleQueueHandle.class, "a simple queue").queue;
+                byte[] item = q.poll(Long.parseLong(a[2]), TimeUnit.MILLISECONDS);
+                return item == null ? "OK -" : ok(hex(item));
             }
             case "cycles":
                 return cycles(a);

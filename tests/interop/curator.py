@@ -21,9 +21,14 @@ finishes. Its header comment is the full protocol; in short::
     query NAME SERVICE (hex instances)   instance NAME SERVICE ID   names NAME
     reserialize HEXJSON   servicecache NAME DISC SERVICE   cacheids NAME
     provider NAME DISC SERVICE roundrobin|random|sticky   pick NAME
+    queue NAME plain|priority|delay|id PATH [LOCKPATH|-] [noconsumer]
+                                -> EVENT NAME item <hex> per item consumed
+    qput NAME HEX [PRIORITY|DELAYUNTILMS|ID]   qputmulti NAME HEX...   qremove NAME ID
+    simple NAME PATH   soffer NAME HEX   stake NAME MS (hex | -)
     getdata PATH (hex)   children PATH   session (hex)   ping   closeclient   quit
 
-Service instances cross the protocol as the hex of Curator's JSON bytes.
+Service instances cross the protocol as the hex of Curator's JSON bytes, queue
+items as the hex of their bytes.
 
 ``build_curator_peer`` compiles the Java file, with the extra sources under
 ``java/`` (a stand-in for Spring Cloud's payload class), once (the ``curator_build``
