@@ -14,6 +14,7 @@ import pytest
 
 from zk_recipes import (
     JSON,
+    DataTooLargeError,
     DistributedQueue,
     ItemContext,
     ZkClient,
@@ -143,3 +144,34 @@ def test_a_put_whose_reply_is_lost_is_put_exactly_once(
     assert outcome, "the put did not return"
     assert len(checker.get_children("/dq/once")) == 2  # not put twice
     queue.close()
+
+
+def test_an_item_over_the_servers_limit_is_refused_with_the_limit(zk_client: ZkClient) -> None:
+    with DistributedQueue(zk_client, "/dq/big") as queue:
+        with pytest.raises(DataTooLargeError, match="bytes"):
+            queue.put(b"x" * (2 * 1024 * 1024))
+        assert len(queue) == 0  # nothing half-written
+
+
+def test_a_directory_near_javas_listing_limit_is_warned_of(
+    zk_client: ZkClient, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from zk_recipes._queue import distributed
+
+    monkeypatch.setattr(distributed, "_WARN_CHILDREN", 3)  # the real one is ~42,000
+    with DistributedQueue(zk_client, "/dq/full") as queue:
+        for _ in range(3):
+            queue.put(b"x")
+        assert len(queue) == 3
+    assert "near the ~52428 a Java peer can list" in caplog.text
+
+
+def test_a_waiting_consumer_survives_a_server_restart(zk_private_server: ZooKeeperServer) -> None:
+    got = Recorder[bytes]()
+    with ZkClient(zk_private_server.connect_string, session_timeout=4.0) as client:
+        consumer = DistributedQueue(client, "/restart", lambda v, ctx: got(v)).start()
+        zk_private_server.restart()
+        with ZkClient(zk_private_server.connect_string) as producer:
+            DistributedQueue(producer, "/restart").start().put(b"after the restart")
+        got.wait_for(lambda v: v == b"after the restart", timeout=30)
+        consumer.close()

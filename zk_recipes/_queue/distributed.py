@@ -79,6 +79,9 @@ log = logging.getLogger("zk_recipes.queue")
 T = TypeVar("T")
 _Q = TypeVar("_Q", bound="DistributedQueue[Any]")
 Consumer = Callable[[T, ItemContext], object]
+#: How many ``queue-<seq10>`` names fit a 1 MB getChildren reply (4 bytes of length each).
+_JAVA_LIST_LIMIT = (1024 * 1024 - 1) // (4 + len(PREFIX) + 10)
+_WARN_CHILDREN = _JAVA_LIST_LIMIT * 8 // 10
 
 
 class DistributedQueue(Generic[T]):
@@ -141,6 +144,7 @@ class DistributedQueue(Generic[T]):
         self._thread: threading.Thread | None = None
         self._state_wake = _StateWake(self._wake)
         self._started = False
+        self._warned_at = -1e9
 
     # -- lifecycle ---------------------------------------------------------
     def start(self: _Q) -> _Q:
@@ -275,12 +279,34 @@ class DistributedQueue(Generic[T]):
     def _names(self, watch: _Wake | None = None) -> list[str]:
         try:
             names = self.client.get_children(self.path, watch=watch)
+            self._check_size(names)
         except NoNodeError:
             # Deleted under us: an exists watch says when a put makes it again.
             if watch is not None and self.client.exists(self.path, watch=watch) is not None:
                 return self._names(watch)
             return []
         return sorted(name for name in names if name.startswith(PREFIX))
+
+    def _check_size(self, names: list[str]) -> None:
+        """Warn (once a minute) as the directory nears what a Java peer can list.
+
+        A getChildren reply must fit the client's jute.maxbuffer (1 MB by
+        default in Java): about 52,000 ``queue-`` names. Past that, Curator
+        peers cannot list the queue at all (Curator's TN4).
+        """
+        if len(names) < _WARN_CHILDREN:
+            return
+        now = time.monotonic()
+        if now - self._warned_at < 60.0:
+            return
+        self._warned_at = now
+        log.warning(
+            "the queue %s holds %d nodes: near the ~%d a Java peer can list with the default "
+            "1 MB jute.maxbuffer; consume faster, put_multi, or shard the queue",
+            self.path,
+            len(names),
+            _JAVA_LIST_LIMIT,
+        )
 
     # -- consuming -----------------------------------------------------------
     def _on_state(self, change: StateChange) -> None:
