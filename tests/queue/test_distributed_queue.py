@@ -175,3 +175,27 @@ def test_a_waiting_consumer_survives_a_server_restart(zk_private_server: ZooKeep
             DistributedQueue(producer, "/restart").start().put(b"after the restart")
         got.wait_for(lambda v: v == b"after the restart", timeout=30)
         consumer.close()
+
+
+def test_status_reports_show_the_queues_this_process_has_open(zk_client: ZkClient) -> None:
+    from zk_recipes.frameworks import connection_report, connection_rows
+
+    started, release = threading.Event(), threading.Event()
+
+    def slow(value: bytes, context: ItemContext) -> None:
+        started.set()
+        release.wait(10)
+
+    with DistributedQueue(zk_client, "/dq/status", slow, lock_path="/dq/status-locks") as q:
+        q.put(b"1")
+        q.put(b"2")
+        assert started.wait(10)
+        report = connection_report(zk_client)
+        assert report["queues"] == [
+            {"path": "/dq/status", "consuming": True, "items": 2, "claimed": 1,
+             "in_progress": "/dq/status/queue-0000000000"}
+        ]  # fmt: skip
+        assert ("queues", "/dq/status: 2 items, 1 claimed (one in hand)") in connection_rows(report)
+        assert connection_report(zk_client, server=False)["queues"] is None  # health: no reads
+        release.set()
+    assert connection_report(zk_client)["queues"] == []

@@ -48,6 +48,7 @@ import contextlib
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar, overload
 
@@ -79,6 +80,8 @@ log = logging.getLogger("zk_recipes.queue")
 T = TypeVar("T")
 _Q = TypeVar("_Q", bound="DistributedQueue[Any]")
 Consumer = Callable[[T, ItemContext], object]
+#: The queues open in this process, for status pages (``DistributedQueue.report``).
+_open: weakref.WeakSet[DistributedQueue[Any]] = weakref.WeakSet()
 #: How many ``queue-<seq10>`` names fit a 1 MB getChildren reply (4 bytes of length each).
 _JAVA_LIST_LIMIT = (1024 * 1024 - 1) // (4 + len(PREFIX) + 10)
 _WARN_CHILDREN = _JAVA_LIST_LIMIT * 8 // 10
@@ -157,6 +160,7 @@ class DistributedQueue(Generic[T]):
         if self.lock_path is not None:
             self._make_dir(self.lock_path)
         self.client.add_listener(self._on_state)
+        _open.add(self)
         if self._taker is not None:
             self._thread = threading.Thread(
                 target=self._consume_loop, name=f"zk-recipes queue {self.path}", daemon=True
@@ -172,6 +176,7 @@ class DistributedQueue(Generic[T]):
         """Stop consuming: the item in progress is finished first (up to ``timeout``)."""
         self._stop.set()
         self._wake.set()
+        _open.discard(self)
         self.client.remove_listener(self._on_state)
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
@@ -286,6 +291,29 @@ class DistributedQueue(Generic[T]):
                 return self._names(watch)
             return []
         return sorted(name for name in names if name.startswith(PREFIX))
+
+    @staticmethod
+    def report(client: ZkClient) -> list[dict[str, Any]]:
+        """The queues this process has open with ``client``: length, claims, the item in hand.
+
+        For status pages (two reads per queue with a lock path, one without;
+        a queue that cannot be read says so).
+        """
+        found = []
+        for queue in sorted(list(_open), key=lambda q: q.path):
+            if queue.client is not client:
+                continue
+            entry: dict[str, Any] = {"path": queue.path, "consuming": queue._taker is not None}
+            try:
+                entry["items"] = len(queue._names())
+                if queue.lock_path is not None:
+                    entry["claimed"] = len(client.get_children(queue.lock_path))
+            except ZkRecipesError as exc:
+                entry["error"] = str(exc)
+            running = queue._taker.running if queue._taker is not None else None
+            entry["in_progress"] = running.path if running is not None else None
+            found.append(entry)
+        return found
 
     def _check_size(self, names: list[str]) -> None:
         """Warn (once a minute) as the directory nears what a Java peer can list.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from zk_recipes import ServiceDiscovery, ZkClient
+from zk_recipes import DistributedQueue, ServiceDiscovery, ZkClient
 
 #: ``srvr`` line label -> our key.
 _SRVR_FIELDS = {
@@ -75,5 +75,7 @@ def connection_report(client: ZkClient, *, server: bool = True) -> dict[str, Any
         "server": server_info(*address) if address and server else None,
         # The instances this process announces with this client (discovery).
         "services": [f"{i.name}/{i.id}" for i in ServiceDiscovery.registered_by(client)],
+        # The queues this process has open (a read or two each: not in a health check).
+        "queues": DistributedQueue.report(client) if server else None,
     }
     return report

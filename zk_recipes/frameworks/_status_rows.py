@@ -70,7 +70,24 @@ def connection_rows(report: dict[str, Any]) -> tuple[tuple[str, str], ...]:
         ("session timeout", timeout),
         ("server", described),
         ("announced", ", ".join(report.get("services") or ()) or "-"),
+        ("queues", _queues(report.get("queues") or [])),
     )
+
+
+def _queues(queues: list[dict[str, Any]]) -> str:
+    """``/jobs: 12 items, 1 claimed (one in hand)``, per queue this process has open."""
+    said = []
+    for queue in queues:
+        if "error" in queue:
+            said.append(f"{queue['path']}: {queue['error']}")
+            continue
+        text = f"{queue['path']}: {queue.get('items', '?')} items"
+        if "claimed" in queue:
+            text += f", {queue['claimed']} claimed"
+        if queue.get("in_progress"):
+            text += " (one in hand)"
+        said.append(text)
+    return "; ".join(said) or "-"
 
 
 def spaced_hosts(hosts: str) -> str:
