@@ -14,6 +14,9 @@ runs on the same server, in rotating order, ``--runs`` times (3 by default).
 - **locked**: the same with lock-safe consumption: ours with a lock path
   against kazoo's ``LockingQueue`` (``put``, ``get`` + ``consume``).
 - **multi**: ours only, ``put_multi`` of 10 items per node (batching, apart).
+- **four**: 4 producers and 4 consumers at once (threads, a client each),
+  plain and lock-safe: items/s from the first put to the last take, and
+  server requests per item.
 
 Never asserts timings: benchmarks measure, tests check counts.
 """
@@ -43,7 +46,8 @@ from kazoo.client import KazooClient
 import zk_recipes
 from zk_recipes import DistributedQueue, ItemContext, ZkClient
 
-SECTIONS = ("plain", "locked", "multi")
+SECTIONS = ("plain", "locked", "multi", "four")
+WORKERS = 4
 IMPLS = ("ours", "kazoo")
 SERVER_OPTIONS: dict[str, Any] = {"standalone_mode": True, "container_check_interval": 60.0}
 ITEM = b"0123456789abcdef"
@@ -152,6 +156,112 @@ def section(target: Target, items: int, runs: int, locked: bool) -> dict[str, An
     return out
 
 
+def _four_ours(target: Target, path: str, items: int, locked: bool) -> None:
+    clients = [ZkClient(target.hosts, session_timeout=30.0).start() for _ in range(2 * WORKERS)]
+    done = threading.Event()
+    lock = threading.Lock()
+    count = [0]
+
+    def consume(value: bytes, context: ItemContext) -> None:
+        with lock:
+            count[0] += 1
+            if count[0] == items:
+                done.set()
+
+    lock_path = path + "-locks" if locked else None
+    consumers = [
+        DistributedQueue(c, path, consume, lock_path=lock_path).start() for c in clients[WORKERS:]
+    ]
+    producers = [DistributedQueue(c, path).start() for c in clients[:WORKERS]]
+    threads = [
+        threading.Thread(target=_repeat(functools.partial(p.put, ITEM), items // WORKERS))
+        for p in producers
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    done.wait(600)
+    for queue in (*producers, *consumers):
+        queue.close()
+    for client in clients:
+        client.close()
+
+
+def _four_kazoo(target: Target, path: str, items: int, locked: bool) -> None:
+    clients = []
+    for _ in range(2 * WORKERS):
+        kz = KazooClient(target.hosts, timeout=30.0)
+        kz.start(timeout=30)
+        clients.append(kz)
+    lock = threading.Lock()
+    count = [0]
+
+    def produce(kz: Any) -> None:
+        queue = kz.LockingQueue(path) if locked else kz.Queue(path)
+        for _ in range(items // WORKERS):
+            queue.put(ITEM)
+
+    def consume(kz: Any) -> None:
+        queue = kz.LockingQueue(path) if locked else kz.Queue(path)
+        while True:
+            with lock:
+                if count[0] >= items:
+                    return
+            got = queue.get(0.2) if locked else queue.get()
+            if got is None:
+                if not locked:
+                    time.sleep(0.005)
+                continue
+            if locked:
+                queue.consume()
+            with lock:
+                count[0] += 1
+
+    threads = [threading.Thread(target=produce, args=(kz,)) for kz in clients[:WORKERS]]
+    threads += [threading.Thread(target=consume, args=(kz,)) for kz in clients[WORKERS:]]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(600)
+    for kz in clients:
+        kz.stop()
+        kz.close()
+
+
+def section_four(target: Target, items: int, runs: int) -> dict[str, Any]:
+    items -= items % WORKERS  # each producer puts the same number
+    out: dict[str, Any] = {"items": items, "producers": WORKERS, "consumers": WORKERS}
+    for locked in (False, True):
+        kind = "locked" if locked else "plain"
+        results: dict[str, list[dict[str, float]]] = {impl: [] for impl in IMPLS}
+        for round_, order in rotating_rounds(IMPLS, runs):
+            for impl in order:
+                path = f"{target.root}/four-{kind}-{impl}-{round_}"
+                run = _four_ours if impl == "ours" else _four_kazoo
+                measured = _measure(
+                    target, functools.partial(run, target, path, items, locked), items
+                )
+                results[impl].append(measured)
+                progress(f"4x4 {kind} {impl}: {measured['items_per_s']:.0f} items/s")
+        summary: dict[str, Any] = {
+            impl: {
+                key: median([r[key] for r in values])
+                for key in ("items_per_s", "requests_per_item", "cpu_us_per_item")
+            }
+            | {"runs": values}
+            for impl, values in results.items()
+        }
+        summary["ours_over_kazoo"] = {
+            "throughput": ratio(summary["ours"]["items_per_s"], summary["kazoo"]["items_per_s"]),
+            "requests": ratio(
+                summary["kazoo"]["requests_per_item"], summary["ours"]["requests_per_item"]
+            ),
+        }
+        out[kind] = summary
+    return out
+
+
 def section_multi(target: Target, items: int, runs: int) -> dict[str, Any]:
     values = []
     for round_ in range(runs):
@@ -199,6 +309,8 @@ def main() -> None:
                 document["locked"] = section(target, items, args.runs, locked=True)
             if "multi" in sections:
                 document["multi"] = section_multi(target, items, args.runs)
+            if "four" in sections:
+                document["four"] = section_four(target, items, args.runs)
         finally:
             target.remove_root(admin)
             admin.stop()

@@ -37,3 +37,7 @@ def test_queue_benchmark_counts() -> None:
     assert locked["ours"]["take"]["requests_per_item"] <= 4.3, locked
     assert locked["kazoo"]["take"]["requests_per_item"] >= 6.0, locked
     assert document["multi"]["requests_per_item"] <= 0.2, document["multi"]
+    four = document["four"]
+    assert four["items"] == 28  # 30, less what four producers cannot share evenly
+    for kind in ("plain", "locked"):
+        assert {"ours", "kazoo"} <= set(four[kind]), four
