@@ -302,7 +302,7 @@ class Creator:
         client = self._client
         stale = False
         ours: list[tuple[ZnodeStat, str]] = []
-        for found in self._find(parent, prefixes):
+        for found in self.find(parent, prefixes):
             stat = client._exists_abs(found)
             if stat is None:
                 continue
@@ -325,7 +325,7 @@ class Creator:
             prefixes.append(_paths.protected_prefix(_paths.new_protected_id()))
         return None
 
-    def _find(self, parent: str, prefixes: list[str]) -> list[str]:
+    def find(self, parent: str, prefixes: list[str]) -> list[str]:
         """Children of ``parent`` with one of ``prefixes``, as the leader has them.
 
         The sync makes the answering server catch up with the leader first (a
@@ -361,7 +361,7 @@ class Creator:
         while not client.is_closed and not (mode.is_ephemeral and client.loss_epoch != epoch):
             if client._wait_usable(self._session_timeout):
                 try:
-                    found = self._find(parent, prefixes)
+                    found = self.find(parent, prefixes)
                 except Exception:
                     log.debug("protected cleanup under %s could not list", parent, exc_info=True)
                 else:

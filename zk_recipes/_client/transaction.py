@@ -36,14 +36,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from zk_recipes import _paths
-from zk_recipes._client.creates import CreateResult
+from zk_recipes._client.creates import CreateResult, Creator
 from zk_recipes._client.kazoo import KazooConnection
 from zk_recipes._client.kazoo.multi import TxOp
 from zk_recipes._errors import (
     ClientStateError,
     ConfigurationError,
     ConnectionLostError,
-    NoNodeError,
     OperationTimeoutError,
     RecipeUsageError,
     SessionLost,
@@ -65,6 +64,8 @@ class _Client(Protocol):
 
     @property
     def session_id(self) -> int: ...
+
+    _creator: Creator
 
     def _usable(self) -> KazooConnection: ...
 
@@ -235,15 +236,13 @@ class Transaction:
         return results
 
     def _found(self, parent: str, prefix: str) -> str | None:
-        conn = self._client._usable()
-        try:
-            names = conn.get_children_async(parent).result(self._client._op_timeout)
-        except NoNodeError:
-            return None
-        for name in names:
-            if name.startswith(prefix):
-                return _paths.join(parent, name)
-        return None
+        """The protected node of ``prefix`` under ``parent`` (absolute), as the leader has it.
+
+        The creates' own search (``Creator.find``): a sync first, so a lagging
+        follower cannot answer "not there" for a transaction it has not seen yet.
+        """
+        found = self._client._creator.find(parent, [prefix])
+        return found[0] if found else None
 
     def _connected(self, fn: Callable[[], T]) -> T:
         """``fn()`` once a connection (perhaps of a new session) is up; tried again on a loss."""
