@@ -43,6 +43,7 @@ from zk_recipes._errors import (
     ZkTimeoutError,
 )
 from zk_recipes._internals.args import require_client
+from zk_recipes._queue.deletes import delete_taken
 from zk_recipes._types import CreateMode, WatchEvent, mark_inline
 
 log = logging.getLogger("zk_recipes.queue")
@@ -157,26 +158,8 @@ class SimpleQueue:
         return None
 
     def _delete(self, item: str) -> bool:
-        """Delete ``item``: True when it is ours to deliver (see the module note)."""
-        conn_lost = False
-        deadline = time.monotonic() + self.client.settings.connection_timeout * 2
-        while True:
-            try:
-                self.client.delete_async(item).result(self.client.settings.connection_timeout)
-                return True
-            except NoNodeError:
-                if conn_lost:
-                    log.info(
-                        "queue item %s: the reply to its delete was lost and it is gone: "
-                        "delivered (it may have been another consumer's too)",
-                        item,
-                    )
-                return conn_lost
-            except (ConnectionLostError, OperationTimeoutError, SessionLost):
-                conn_lost = True
-                if time.monotonic() > deadline:
-                    raise
-                self.client.wait_connected(max(0.0, deadline - time.monotonic()))
+        """Delete ``item``: True when it is ours to deliver (``deletes.py``)."""
+        return delete_taken(self.client, item)
 
 
 class _StateWake:

@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +29,7 @@ from zk_recipes._errors import (
     TransactionFailedError,
     ZkRecipesError,
 )
+from zk_recipes._queue.deletes import delete_taken
 from zk_recipes._queue.items import CorruptedItemError, QueueSerializer, from_bytes
 from zk_recipes._types import CreateMode
 
@@ -133,7 +133,7 @@ class Taker:
             except (NoNodeError, BadVersionError):
                 continue  # another consumer's
             except (ConnectionLostError, OperationTimeoutError, SessionLost):
-                if not self._delete_ours(item, version, sent=True):
+                if not delete_taken(client, item, version, sent=True):
                     continue
             ours.append((item, data))
         for item, data in ours:
@@ -217,29 +217,6 @@ class Taker:
             return False
         count("zk_recipes_queue_items_consumed_total", self.path)
         return True
-
-    def _delete_ours(self, item: str, version: int, *, sent: bool = False) -> bool:
-        """Delete ``item`` at ``version``; True when it is ours to deliver (see the module note).
-
-        ``sent``: a delete of it went out already and its reply was lost.
-        """
-        lost = sent
-        deadline = time.monotonic() + 2 * self.client.settings.connection_timeout
-        while True:
-            try:
-                self.client.delete_async(item, version).result(
-                    self.client.settings.connection_timeout
-                )
-                return True
-            except NoNodeError:
-                return lost  # our first delete's reply was lost: ours, delivered
-            except BadVersionError:
-                return False  # changed since we read it: not the item we read
-            except (ConnectionLostError, OperationTimeoutError, SessionLost):
-                lost = True
-                if time.monotonic() > deadline:
-                    raise
-                self.client.wait_connected(max(0.0, deadline - time.monotonic()))
 
     def _move_aside(self, item: str, data: bytes, why: Exception) -> None:
         """Copy a node that is no item to ``<path>-corrupted``; the caller then deletes it."""
