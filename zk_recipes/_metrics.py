@@ -228,6 +228,13 @@ def install(new: Sink | None) -> None:
     sink = new
 
 
+def count(name: str, **labels: str) -> None:
+    """Add one to a counter of ``COUNTED`` (nothing while metrics are off)."""
+    current = sink
+    if current is not None:
+        current.count(name, labels)
+
+
 def observe_client(client: Observed) -> None:
     clients.add(client)
 

@@ -52,7 +52,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar, overload
 
-from zk_recipes import _paths
+from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
 from zk_recipes._client.creates import CreateResult
 from zk_recipes._client.states import ConnectionState, StateChange
@@ -72,7 +72,7 @@ from zk_recipes._errors import (
 from zk_recipes._internals.args import require_client
 from zk_recipes._queue.items import BYTES, CorruptedItemError, QueueSerializer, from_bytes, to_bytes
 from zk_recipes._queue.simple import _StateWake, _Wake
-from zk_recipes._queue.taking import BATCH, PREFIX, ItemContext, Taker, count
+from zk_recipes._queue.taking import BATCH, PREFIX, ItemContext, Taker
 from zk_recipes._types import CreateMode
 
 log = logging.getLogger("zk_recipes.queue")
@@ -244,7 +244,7 @@ class DistributedQueue(Generic[T]):
                 raise
             marker, item = _path_of(results[1]), _path_of(results[0])
             self._marker = (marker, client.session_id) if marker is not None else None
-            count("zk_recipes_queue_items_put_total", self.path)
+            _metrics.count("zk_recipes_queue_items_put_total", queue=self.path)
             return item if item is not None else self.path
         raise ConnectionLostError(f"could not put an item into {self.path}; try again")
 

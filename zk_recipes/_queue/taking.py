@@ -51,12 +51,6 @@ def requeue_prefix(name: str) -> str:
     return name[:-SEQUENCE_DIGITS] if len(name) > SEQUENCE_DIGITS else PREFIX
 
 
-def count(metric: str, queue: str) -> None:
-    sink = _metrics.sink
-    if sink is not None:
-        sink.count(metric, {"queue": queue})
-
-
 @dataclasses.dataclass
 class ItemContext:
     """What a consumer gets with an item."""
@@ -175,13 +169,13 @@ class Taker:
                 # The session (and the claim) ended before or while the commit went out:
                 # either it applied (the item is gone) or nothing did (another runs it).
                 context.lost.set()
-                count("zk_recipes_queue_claims_lost_total", self.path)
+                _metrics.count("zk_recipes_queue_claims_lost_total", queue=self.path)
                 log.warning("queue item %s: the session ended at its commit (%s)", item, exc)
                 return
             except TransactionFailedError as exc:
                 if exc.index == 0:  # the claim is gone: the session ended meanwhile
                     context.lost.set()
-                    count("zk_recipes_queue_claims_lost_total", self.path)
+                    _metrics.count("zk_recipes_queue_claims_lost_total", queue=self.path)
                     log.warning(
                         "queue item %s: its claim was lost while the consumer ran; nothing "
                         "was committed, and another consumer may run it again",
@@ -190,7 +184,7 @@ class Taker:
                     return
                 raise
             if not ok:
-                count("zk_recipes_queue_items_requeued_total", self.path)
+                _metrics.count("zk_recipes_queue_items_requeued_total", queue=self.path)
         finally:
             with contextlib.suppress(ZkRecipesError):
                 client.delete(claim, guaranteed=True)
@@ -215,7 +209,7 @@ class Taker:
                 "put back in the queue" if requeue else "the item is gone (no lock path)",
             )
             return False
-        count("zk_recipes_queue_items_consumed_total", self.path)
+        _metrics.count("zk_recipes_queue_items_consumed_total", queue=self.path)
         return True
 
     def _move_aside(self, item: str, data: bytes, why: Exception) -> None:

@@ -45,7 +45,7 @@ from zk_recipes.discovery._cache import ServiceCache
 from zk_recipes.discovery._instance import ServiceInstance, ServiceType, check_node_name
 from zk_recipes.discovery._payload import check_payload
 from zk_recipes.discovery._provider import DownInstancePolicy, ProviderStrategy, ServiceProvider
-from zk_recipes.discovery._reading import count, read_instance
+from zk_recipes.discovery._reading import read_instance
 
 log = logging.getLogger("zk_recipes.discovery")
 
@@ -150,7 +150,7 @@ class ServiceDiscovery:
                 )
             registration = self._create(instance)
             self._registered[key] = registration
-        count("zk_recipes_service_registrations_total", instance.name)
+        _metrics.count("zk_recipes_service_registrations_total", service=instance.name)
         log.info("registered %s/%s at %s", instance.name, instance.id, registration.path)
         return instance
 
@@ -232,7 +232,7 @@ class ServiceDiscovery:
             client.retry(lambda: client.set(path, data))
         session = client.session_id if mode.is_ephemeral else 0
         if again:
-            count("zk_recipes_service_reregistrations_total", instance.name)
+            _metrics.count("zk_recipes_service_reregistrations_total", service=instance.name)
         return _Registration(instance, path, session)
 
     def _delete(self, registration: _Registration) -> None:

@@ -11,13 +11,6 @@ from zk_recipes.discovery._instance import ServiceInstance
 log = logging.getLogger("zk_recipes.discovery")
 
 
-def count(metric: str, service: str) -> None:
-    """Add one to a discovery counter (``_metrics.COUNTED``), when metrics are on."""
-    sink = _metrics.sink
-    if sink is not None:
-        sink.count(metric, {"service": service})
-
-
 def read_instance(service: str, path: str, data: bytes) -> ServiceInstance | None:
     """The instance in a node, or None (logged and counted) when it does not parse.
 
@@ -28,5 +21,5 @@ def read_instance(service: str, path: str, data: bytes) -> ServiceInstance | Non
         return ServiceInstance.from_json(data, where=path)
     except UnreadableInstanceError as exc:
         log.warning("skipping an instance of %s: %s", service, exc)
-        count("zk_recipes_service_instances_unreadable_total", service)
+        _metrics.count("zk_recipes_service_instances_unreadable_total", service=service)
         return None
