@@ -356,10 +356,11 @@ class DistributedQueue(Generic[T]):
                     while ready and not self._stop.is_set():
                         taker.take_at_most_once(ready)  # a batch, pipelined
                         ready = ready[BATCH:]
-                for name in ready if self.lock_path is not None else ():
-                    if self._stop.is_set():
-                        return
-                    taker.process(name)
+                else:
+                    for name in ready:
+                        if self._stop.is_set():
+                            return
+                        taker.take_claimed(name)
             except (ConnectionLostError, OperationTimeoutError, SessionLost, ClientStateError):
                 due_in = None  # looked at again once connected
             except Exception:

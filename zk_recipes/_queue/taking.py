@@ -1,9 +1,10 @@
 """Taking one queue item: claimed (lock path) or at most once, then consumed, committed or put back.
 
 DistributedQueue's consumer thread lists the items and hands each name to
-``Taker.process``; the claim, the delivery to the consumer, the commit with
-the item's delete (and the consumer's own writes), the requeue and the
-moving aside of a corrupted node are here. The rules are the queue's
+``Taker.take_claimed`` (or a batch to ``take_at_most_once``); the claim,
+the delivery to the consumer, the commit with the item's delete (and the
+consumer's own writes), the requeue and the moving aside of a corrupted
+node are here. The rules are the queue's
 (``distributed.py``'s module note).
 """
 
@@ -90,13 +91,10 @@ class Taker:
         #: The item the consumer is running (lock path: its ``lost`` is set on a loss).
         self.running: ItemContext | None = None
 
-    def process(self, name: str) -> None:
-        """Take the item ``name`` if it is ours to take, and hand it to the consumer."""
-        item = _paths.join(self.path, name)
-        if self.lock_path is None:
-            self.take_at_most_once([name])
-        else:
-            self._process_claimed(item, _paths.join(self.lock_path, name))
+    def take_claimed(self, name: str) -> None:
+        """With a lock path: claim the item ``name`` if nobody has, and hand it to the consumer."""
+        assert self.lock_path is not None
+        self._process_claimed(_paths.join(self.path, name), _paths.join(self.lock_path, name))
 
     def take_at_most_once(self, names: list[str]) -> None:
         """Without a lock path: read and delete up to ``BATCH`` items pipelined, then deliver.
