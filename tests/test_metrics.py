@@ -14,7 +14,6 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,30 +38,6 @@ from zk_recipes.testing import StateRecorder, TcpProxy, expire_session, wait_unt
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def templates() -> Iterator[None]:
-    before = metrics.path_templates()
-    metrics.clear_path_templates()
-    yield
-    metrics.clear_path_templates()
-    for template, name in before.items():
-        metrics.path_template(template, name)
-
-
-@pytest.fixture
-def registry(templates: None) -> Iterator[Any]:
-    """A registry of this test's own, recorded into while the test runs."""
-    prometheus_client = pytest.importorskip("prometheus_client")
-    previous = metrics.registry()
-    own = prometheus_client.CollectorRegistry()
-    metrics.enable(own)
-    yield own
-    if previous is None:
-        metrics.disable()
-    else:
-        metrics.enable(previous)
 
 
 def value(registry: Any, name: str, **labels: str) -> float:

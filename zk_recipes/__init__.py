@@ -136,8 +136,6 @@ from zk_recipes._errors import (
     ZkTimeoutError as ZkTimeoutError,
 )
 from zk_recipes._inspect.holders import (
-    QueuedNode as QueuedNode,
-    RecipeHolders as RecipeHolders,
     holders as holders,
 )
 from zk_recipes._inspect.holders_table import (
@@ -146,6 +144,10 @@ from zk_recipes._inspect.holders_table import (
 from zk_recipes._inspect.layouts import (
     RecipeLayout as RecipeLayout,
     register_layout as register_layout,
+)
+from zk_recipes._inspect.recipe_holders import (
+    QueuedNode as QueuedNode,
+    RecipeHolders as RecipeHolders,
 )
 from zk_recipes._internals.locklike import (
     LockLike as LockLike,

@@ -142,6 +142,17 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
         ("queue",),
         "Queue nodes put back because the consumer raised (lock path)",
     ),
+    "zk_recipes_queue_consumer_seconds": (
+        "histogram",
+        ("queue",),
+        "Time the consumer spent on one queue node (all its items), whether it returned or raised",
+    ),
+    "zk_recipes_queue_items": (
+        "gauge",
+        ("queue",),
+        "Item nodes in a queue this process consumes from (or bounds its puts by), "
+        "as its last listing saw them",
+    ),
     "zk_recipes_queue_claims_lost_total": (
         "counter",
         ("queue",),
@@ -149,6 +160,8 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
         "another consumer may run them again",
     ),
 }
+#: The histograms above that recipes record with ``Sink.observe``.
+OBSERVED = ("zk_recipes_queue_consumer_seconds",)
 #: The counters above that recipes record with ``Sink.count``.
 COUNTED = (
     "zk_recipes_queue_items_put_total",
@@ -188,11 +201,26 @@ class Sink(Protocol):
     def count(self, name: str, labels: dict[str, str]) -> None:
         """Add one to a counter defined with ``zk_recipes.metrics.define_counter``."""
 
+    def observe(self, name: str, value: float, labels: dict[str, str]) -> None:
+        """Record ``value`` in a histogram of ``OBSERVED``."""
+
 
 class Registering(Protocol):
     """A ServiceDiscovery, as the registered-instances gauge sees it."""
 
     def registered(self) -> Sequence[_Named]: ...
+
+
+class Listed(Protocol):
+    """A queue, as the queue-length gauge sees it."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def listed_items(self) -> int | None:
+        """Its item nodes at this process's last listing (None: not listed yet)."""
+        ...
 
 
 class _Named(Protocol):
@@ -215,6 +243,8 @@ sink: Sink | None = None
 clients: weakref.WeakSet[Observed] = weakref.WeakSet()
 #: Open ServiceDiscovery objects, for the registered-instances gauge.
 discoveries: weakref.WeakSet[Registering] = weakref.WeakSet()
+#: Open queues, for the queue-length gauge.
+queues: weakref.WeakSet[Listed] = weakref.WeakSet()
 
 _guard = threading.Lock()
 #: (template, compiled pattern, label), in registration order: the first match wins.
@@ -233,6 +263,13 @@ def count(name: str, **labels: str) -> None:
     current = sink
     if current is not None:
         current.count(name, labels)
+
+
+def observe(name: str, value: float, **labels: str) -> None:
+    """Record ``value`` in a histogram of ``OBSERVED`` (nothing while metrics are off)."""
+    current = sink
+    if current is not None:
+        current.observe(name, value, labels)
 
 
 def observe_client(client: Observed) -> None:

@@ -38,6 +38,11 @@ HOLD_BUCKETS = (
     30.0, 60.0, 300.0, 900.0, 3600.0, 14400.0, 86400.0,
 )  # fmt: skip
 
+#: Buckets of the queue consumer histogram (seconds): a quick handler to an hour-long job.
+CONSUMER_BUCKETS = (
+    0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0,
+)  # fmt: skip
+
 #: The states the connection gauge always reports (CLOSED clients are not counted).
 GAUGE_STATES = ("CONNECTED", "SUSPENDED", "RECONNECTED", "LOST", "READ_ONLY")
 
@@ -90,6 +95,9 @@ class _ClientCollector:
             _help("zk_recipes_service_instances_registered"),
             labels=["service"],
         )
+        yield GaugeMetricFamily(
+            "zk_recipes_queue_items", _help("zk_recipes_queue_items"), labels=["queue"]
+        )
 
     def collect(self) -> Iterator[Metric]:
         states = dict.fromkeys(GAUGE_STATES, 0)
@@ -122,6 +130,17 @@ class _ClientCollector:
         for service, count in sorted(services.items()):
             registered.add_metric([service], count)
         yield registered
+        lengths: dict[str, int] = {}
+        for queue in list(_metrics.queues):
+            listed = queue.listed_items
+            if listed is not None:  # several objects on one path: the latest listing is as good
+                lengths[queue.path] = listed
+        items = GaugeMetricFamily(
+            "zk_recipes_queue_items", _help("zk_recipes_queue_items"), labels=["queue"]
+        )
+        for path, length in sorted(lengths.items()):
+            items.add_metric([path], length)
+        yield items
 
 
 class PrometheusSink:
@@ -159,6 +178,16 @@ class PrometheusSink:
         self._changes = counter("zk_recipes_connection_state_changes_total", ["state"])
         self._simulated = counter("zk_recipes_simulated_expirations_total", [])
         registry.register(_ClientCollector())
+        self._histograms = {
+            name: prometheus_client.Histogram(
+                name,
+                _help(name),
+                list(METRICS[name][1]),
+                registry=registry,
+                buckets=CONSUMER_BUCKETS,
+            )
+            for name in _metrics.OBSERVED
+        }
         self._series: dict[tuple[str, str], _Series] = {}
         self._guard = threading.Lock()
         self._extra: dict[str, Any] = {}
@@ -175,6 +204,10 @@ class PrometheusSink:
     def count(self, name: str, labels: dict[str, str]) -> None:
         counter = self._extra[name]
         (counter.labels(**labels) if labels else counter).inc()
+
+    def observe(self, name: str, value: float, labels: dict[str, str]) -> None:
+        histogram = self._histograms[name]
+        (histogram.labels(**labels) if labels else histogram).observe(value)
 
     def _of(self, recipe: str, path: str) -> _Series:
         key = (recipe, _metrics.template_of(path))

@@ -398,7 +398,8 @@ def test_json_and_table(zk_client_factory: ClientFactory, background: _Backgroun
     encoded = json.loads(json.dumps([r.as_dict() for r in report]))
     assert encoded == [r.as_dict() for r in report]
     [entry] = encoded
-    assert set(entry) == {"path", "kind", "holders", "waiting"}
+    assert set(entry) == {"path", "kind", "items", "holders", "waiting"}
+    assert entry["items"] is None  # a queue's length; not a lock's
     assert set(entry["holders"][0]) == {
         "node",
         "sequence",
@@ -447,7 +448,7 @@ def test_json_and_table(zk_client_factory: ClientFactory, background: _Backgroun
     assert str(lock.fencing_token) in lines[1]
     assert f"{holder_client.session_id:#x}" in lines[1]
     assert "waiting #1" in lines[2]
-    assert holders_table([]) == "no locks, semaphores or elections found"
+    assert holders_table([]) == "no locks, semaphores, elections or queues found"
     lock.release()
 
 

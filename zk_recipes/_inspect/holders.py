@@ -19,6 +19,8 @@ the same):
 - ``__READ__`` / ``__WRIT__`` nodes: "read-write lock".
 - ``latch-`` nodes: "leader latch".
 - a ``leases`` child (and usually ``locks``): "semaphore".
+- ``queue-…`` / ``qn-…`` items: "queue", with its length and the claims of
+  the items in hand (queues.py says how claims are told from items).
 
 A face that builds a recipe of its own on one of these registers where its
 directories are (``RecipeLayout``, _inspect/layouts.py), and its recipes are
@@ -59,12 +61,7 @@ fail with the client's error (ConnectionLostError, SessionLost, ...), as any
 read does; there is nothing to clean up.
 
 The table for people is holders_table.py's; the layouts faces register are
-layouts.py's.
-
-Size: over the house limit (tests/test_module_sizes.py): the walk, the
-recognition of each recipe and the two result types are one reading of the
-tree; the rules it decides by are the recipes' own (imported, not restated),
-the table for people and the faces' layouts live beside it.
+layouts.py's; the result types are recipe_holders.py's.
 """
 
 from __future__ import annotations
@@ -72,9 +69,8 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import re
-import time
 from collections.abc import Iterable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
@@ -87,6 +83,8 @@ from zk_recipes._inspect.layouts import (
     RecipeLayout,
     kind_of,
 )
+from zk_recipes._inspect.queues import QUEUE, QueueDirectories
+from zk_recipes._inspect.recipe_holders import QueuedNode, RecipeHolders
 from zk_recipes._internals.args import require_client
 from zk_recipes._internals.contenders import sort_key
 from zk_recipes._leader.latch import LATCH_TOKEN
@@ -97,7 +95,7 @@ from zk_recipes._types import Owner, ZnodeStat
 
 LEADER_SELECTOR = "leader selector"
 #: The kinds the core reports; a face's layouts add their own (``RecipeLayout``).
-KINDS = (LOCK, READ_WRITE_LOCK, SEMAPHORE, LEADER_LATCH, LEADER_SELECTOR)
+KINDS = (LOCK, READ_WRITE_LOCK, SEMAPHORE, LEADER_LATCH, LEADER_SELECTOR, QUEUE)
 
 _RW_TOKENS = (READ_TOKEN, WRITE_TOKEN)
 _TOKENS = (READ_TOKEN, WRITE_TOKEN, LATCH_TOKEN, LEASE_TOKEN, LOCK_TOKEN)
@@ -107,97 +105,6 @@ _SEQUENTIAL = re.compile(r"\d{10}$")
 _REVOKE = b"__REVOKE__"
 #: Requests in flight at once (a walk of a large tree does not queue thousands).
 _BATCH = 500
-
-
-@dataclasses.dataclass(frozen=True)
-class QueuedNode:
-    """One contender node of a recipe: a holder or a waiter."""
-
-    #: The node's full path, relative to the client's namespace.
-    node: str
-    #: Its sequence number (the ``%010d`` suffix).
-    sequence: int
-    #: True while it holds (the lock, a lease, leadership).
-    holding: bool
-    #: Its place in the recipe's queue, 0-based: holders first, then waiters in order.
-    position: int
-    #: The session that owns it (the node's ephemeralOwner).
-    session_id: int
-    #: When it was queued, epoch seconds: the owner's ``since``, else the node's ctime; for a
-    #: holder whose node records it, when its hold began (see the module docstring).
-    since: float
-    #: The node's czxid: the fencing token our recipes hand out.
-    fencing_token: int
-    #: The owner data in the node (empty when the data is not ours).
-    owner: Owner
-    #: The node's data as text when it is not our owner JSON (Curator: an IP address or "").
-    data: str | None
-    #: A read-write lock's half: "read" or "write"; None for other recipes.
-    mode: str | None = None
-    #: The owner's id (a Celery task id), or an election candidate's identifier.
-    identifier: str | None = None
-    #: False when ``since`` only bounds the start of a leader's term (it began then or later).
-    since_exact: bool = True
-
-    def age(self, now: float | None = None) -> str:
-        """How long ago ``since`` was, for people: ``12s``, ``3m``, ``5h``, ``2d``.
-
-        Counted to ``now`` (epoch seconds, default: now); a clock behind
-        ours reads as 0s. An inexact ``since`` reads as a bound: ``≤12s``.
-        """
-        whole = max(0, int((time.time() if now is None else now) - self.since))
-        bound = "" if self.since_exact else "≤"
-        for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-            if whole >= size:
-                return f"{bound}{whole // size}{unit}"
-        return f"{bound}{whole}s"
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: the fields, the owner flattened (see docs/operations.md)."""
-        owner = self.owner
-        return {
-            "node": self.node,
-            "sequence": self.sequence,
-            "holding": self.holding,
-            "position": self.position,
-            "mode": self.mode,
-            "host": owner.host,
-            "pid": owner.pid,
-            "thread": owner.thread,
-            "id": self.identifier,
-            "since": self.since,
-            "since_exact": self.since_exact,
-            "command_pid": owner.command_pid,
-            "command_pgid": owner.command_pgid,
-            "fencing_token": self.fencing_token,
-            "session_id": self.session_id,
-            "session_id_hex": f"{self.session_id:#x}",
-            "data": self.data,
-        }
-
-
-@dataclasses.dataclass(frozen=True)
-class RecipeHolders:
-    """Who holds one recipe and who waits for it, in the recipe's order."""
-
-    #: The recipe's path, relative to the client's namespace.
-    path: str
-    #: "lock", "read-write lock", "semaphore", "leader latch", "leader selector",
-    #: or the kind of a face's layout ("celery singleton", "celery beat").
-    kind: str
-    #: The node(s) holding now (a leader, a lock holder, readers, leases).
-    holders: tuple[QueuedNode, ...]
-    #: The nodes waiting, first in line first.
-    waiting: tuple[QueuedNode, ...]
-
-    def as_dict(self) -> dict[str, Any]:
-        """``{"path", "kind", "holders": [...], "waiting": [...]}``, JSON-ready."""
-        return {
-            "path": self.path,
-            "kind": self.kind,
-            "holders": [n.as_dict() for n in self.holders],
-            "waiting": [n.as_dict() for n in self.waiting],
-        }
 
 
 def holders(client: ZkClient, path: str = "/") -> list[RecipeHolders]:
@@ -212,8 +119,12 @@ def holders(client: ZkClient, path: str = "/") -> list[RecipeHolders]:
     _paths.validate_path(path)
     listed = _walk(client, path)
     found = list(_recipes(listed))
-    nodes = _read(client, [n for recipe in found for n in recipe.node_paths()])
+    queues = QueueDirectories(listed)
+    nodes = _read(
+        client, [n for recipe in found for n in recipe.node_paths()] + queues.node_paths()
+    )
     reports = [report for recipe in found if (report := recipe.report(nodes)) is not None]
+    reports.extend(queues.reports(nodes))
     return sorted(reports, key=lambda r: (r.path, r.kind))
 
 

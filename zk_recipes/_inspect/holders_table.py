@@ -1,6 +1,7 @@
 """``holders_table``: what ``holders()`` found, as a plain-text table for people.
 
-One row per contender node (holders first, then the queue in order), with
+One row per contender node (holders first, then the queue in order; a
+queue: a row with its length, then one per claimed item), with
 the owner's host, pid (and, for a holder that ``zk-recipes lock``/``leader``
 runs a command for, the command's pid and process group) and id, how long
 ago it queued (a holder: how long it has held, ``≤`` for a leader, whose
@@ -16,7 +17,7 @@ import re
 import time
 from collections.abc import Sequence
 
-from zk_recipes._inspect.holders import RecipeHolders
+from zk_recipes._inspect.recipe_holders import RecipeHolders
 from zk_recipes._types import Owner
 
 _COLUMNS = ("RECIPE", "KIND", "ROLE", "HOST", "PID", "ID", "SINCE", "TOKEN", "SESSION")
@@ -26,14 +27,18 @@ _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 def holders_table(report: Sequence[RecipeHolders], *, now: float | None = None) -> str:
     """``report`` as a plain-text table, one row per node (ages counted from ``now``)."""
     if not report:
-        return "no locks, semaphores or elections found"
+        return "no locks, semaphores, elections or queues found"
     at = time.time() if now is None else now
     rows = [_COLUMNS]
     for recipe in report:
-        if not recipe.holders and not recipe.waiting:
+        if recipe.items is not None:
+            rows.append((recipe.path, recipe.kind, f"{recipe.items} items", "", "", "", "", "", ""))
+        elif not recipe.holders and not recipe.waiting:
             rows.append((recipe.path, recipe.kind, "-", "", "", "", "", "", ""))
         for rank, node in enumerate((*recipe.holders, *recipe.waiting)):
             role = "holder" if node.holding else f"waiting #{rank - len(recipe.holders) + 1}"
+            if recipe.items is not None:
+                role = "claim"  # a consumer's hold on the item named under ID
             owner = node.owner
             host = owner.host or (node.data if node.identifier is None else None)
             rows.append(

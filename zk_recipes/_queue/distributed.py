@@ -3,9 +3,10 @@
 Znodes (Curator's layout): the queue directory ``<path>`` (made at
 ``start()``), items ``<path>/queue-<seq10>`` (PERSISTENT_SEQUENTIAL; the
 item bytes of ``items.py``; ``put_multi`` puts several items in one node),
-and with a lock path the claims ``<lock_path>/<item name>`` (EPHEMERAL). A
-Curator DistributedQueue on the same paths consumes what we put, and the
-reverse.
+and with a lock path the claims ``<lock_path>/<item name>`` (EPHEMERAL, our
+owner JSON as our locks write: ``holders()`` shows them; Curator writes its
+IP address). A Curator DistributedQueue on the same paths consumes what we
+put, and the reverse.
 
 **Putting, safely retried.** A put is one ``multi``: the item, a protected
 ephemeral marker of this producer under ``<path>-puts``, and the delete of
@@ -148,6 +149,8 @@ class DistributedQueue(Generic[T]):
         self._state_wake = _StateWake(self._wake)
         self._started = False
         self._warned_at = -1e9
+        #: Item nodes at this process's last listing (the queue-length gauge); None: not yet.
+        self.listed_items: int | None = None
 
     # -- lifecycle ---------------------------------------------------------
     def start(self: _Q) -> _Q:
@@ -161,6 +164,7 @@ class DistributedQueue(Generic[T]):
             self._make_dir(self.lock_path)
         self.client.add_listener(self._on_state)
         _open.add(self)
+        _metrics.queues.add(self)
         if self._taker is not None:
             self._thread = threading.Thread(
                 target=self._consume_loop, name=f"zk-recipes queue {self.path}", daemon=True
@@ -177,6 +181,7 @@ class DistributedQueue(Generic[T]):
         self._stop.set()
         self._wake.set()
         _open.discard(self)
+        _metrics.queues.discard(self)
         self.client.remove_listener(self._on_state)
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
@@ -289,8 +294,11 @@ class DistributedQueue(Generic[T]):
             # Deleted under us: an exists watch says when a put makes it again.
             if watch is not None and self.client.exists(self.path, watch=watch) is not None:
                 return self._names(watch)
+            self.listed_items = 0
             return []
-        return sorted(name for name in names if name.startswith(PREFIX))
+        found = sorted(name for name in names if name.startswith(PREFIX))
+        self.listed_items = len(found)
+        return found
 
     @staticmethod
     def report(client: ZkClient) -> list[dict[str, Any]]:

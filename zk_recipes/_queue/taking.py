@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +33,7 @@ from zk_recipes._errors import (
 )
 from zk_recipes._queue.deletes import delete_taken
 from zk_recipes._queue.items import CorruptedItemError, QueueSerializer, from_bytes
-from zk_recipes._types import CreateMode
+from zk_recipes._types import CreateMode, Owner
 
 log = logging.getLogger("zk_recipes.queue")
 
@@ -137,7 +138,10 @@ class Taker:
     def _process_claimed(self, item: str, claim: str) -> None:
         client = self.client
         try:
-            made = client.create(claim, mode=CreateMode.EPHEMERAL, replace_stale=True)
+            # Owner JSON, as our locks write: holders() shows who is consuming what.
+            made = client.create(
+                claim, Owner.here_bytes(), mode=CreateMode.EPHEMERAL, replace_stale=True
+            )
         except NodeExistsError:
             return  # another consumer's claim
         try:
@@ -196,10 +200,14 @@ class Taker:
         except (CorruptedItemError, ValueError) as exc:
             self._move_aside(item, data, exc)
             return True
+        began = time.monotonic()
         try:
             for value in values:
                 consumer(value, context)
         except Exception:
+            _metrics.observe(
+                "zk_recipes_queue_consumer_seconds", time.monotonic() - began, queue=self.path
+            )
             log.exception(
                 "the consumer of %s raised on %s: %s",
                 self.path,
@@ -207,6 +215,9 @@ class Taker:
                 "put back in the queue" if requeue else "the item is gone (no lock path)",
             )
             return False
+        _metrics.observe(
+            "zk_recipes_queue_consumer_seconds", time.monotonic() - began, queue=self.path
+        )
         _metrics.count("zk_recipes_queue_items_consumed_total", queue=self.path)
         return True
 
