@@ -38,6 +38,7 @@ from zk_recipes import (
     PriorityQueue,
     SimpleQueue,
     ZkClient,
+    holders,
 )
 from zk_recipes.testing import Recorder, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
@@ -195,6 +196,9 @@ def test_plain_java_puts_we_consume(
         peer.call("qputmulti jp " + " ".join(arg(item) for item in PLAIN_MULTI))
         peer.call("qput jp " + arg(b"\x00last\xff"))
     want = [b"first", *PLAIN_MULTI, b"\x00last\xff"]
+    # holders() sees Curator's queue as ours: three nodes (the multi is one).
+    [java] = [r for r in holders(client) if r.path == "/q"]
+    assert (java.kind, java.items, java.holders) == ("queue", 3, ())
     got, consume = recording()
     with DistributedQueue(client, "/q", consume, lock_path=lock_path):
         assert taken(got, len(want)) == want

@@ -1,6 +1,6 @@
 """Producers and consumer processes at once, consumers killed with -9 and cut off at random.
 
-4 producer threads put 4 x 150 items into one lock-safe DistributedQueue; 4
+4 producer threads put 4 x 2,000 items into one lock-safe DistributedQueue; 4
 consumer processes, each through a proxy of its own, take them. Meanwhile
 consumers are killed with SIGKILL mid-item (and started again) and cut off
 long enough for their session to end. Each consumer logs ``start`` and
@@ -30,7 +30,7 @@ from zk_recipes.testing.pytest_plugin import ClientFactory
 
 pytestmark = pytest.mark.slow
 
-PRODUCERS, CONSUMERS, ITEMS = 4, 4, 150
+PRODUCERS, CONSUMERS, ITEMS = 4, 4, 2000
 
 _CONSUMER = textwrap.dedent(
     """
@@ -50,7 +50,7 @@ _CONSUMER = textwrap.dedent(
 
     def consume(value, context):
         log.write(f"start {value.decode()} {context.path}\\n")
-        time.sleep(random.random() * 0.02)
+        time.sleep(random.random() * 0.004)
         log.write(f"done {value.decode()} {context.path}\\n")
 
     DistributedQueue(client, path, consume, lock_path=path + "-locks").start()
@@ -115,7 +115,7 @@ def test_nothing_lost_and_no_silent_duplicate_under_kills_and_cuts(
         ]
         for producer in producers:
             producer.start()
-        for _round in range(3):  # faults while the items flow
+        for _round in range(4):  # faults while the items flow
             time.sleep(0.5)
             rng.choice(consumers).kill_and_restart()
             rng.choice(consumers).cut(2.5)  # past 66% of the 3 s session: it ends

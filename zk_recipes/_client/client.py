@@ -65,6 +65,8 @@ from zk_recipes._errors import (
     NoNodeError,
     RecipeUsageError,
     SessionLost,
+    TransactionFailedError,
+    TransactionOutcomeUnknown,
     WrongTypeError,
     ZkTimeoutError,
 )
@@ -644,8 +646,8 @@ class ZkClient:
         """Create ``path`` only if ``check_path`` exists, atomically; return the new node's stat.
 
         NoNodeError (naming ``check_path``) when it does not exist: nothing was
-        created. One multi request, then a read of the new node's stat. Not
-        resent after a lost reply: the node is looked up instead.
+        created. One transaction (``transaction()``: a check and a create).
+        Not resent after a lost reply: the node is looked up instead.
         """
         _paths.validate_path(check_path)
         _paths.validate_writable_path(path)
@@ -653,13 +655,16 @@ class ZkClient:
         mode = CreateMode.checked(mode)
         if mode.is_sequential:
             raise ConfigurationError("check_and_create takes a fixed name: not a SEQUENTIAL mode")
-        conn = self._usable()
+        if mode.is_ttl or mode is CreateMode.CONTAINER:
+            raise ConfigurationError(f"check_and_create does not take {mode.name} nodes")
+        self._usable()
         full = self._abs(path)
         try:
-            conn.check_and_create_async(self._abs(check_path), full, data, mode).result(
-                self._op_timeout
-            )
-        except (ConnectionLostError, ZkTimeoutError):
+            created = self.transaction().check(check_path, -1).create(path, data, mode=mode)
+            result = created.commit()[1]
+        except TransactionFailedError as exc:
+            raise exc.cause from exc  # NoNodeError of check_path, NodeExistsError of path, ...
+        except TransactionOutcomeUnknown:
             stat = self.retry(lambda: self._exists_abs(full))
             ours = stat is not None and (
                 not mode.is_ephemeral or self.session_epoch(stat.ephemeral_owner) is not None
@@ -668,10 +673,8 @@ class ZkClient:
                 raise
             assert stat is not None
             return stat
-        stat = self.retry(lambda: self._exists_abs(full))
-        if stat is None:
-            raise NoNodeError(f"{path} vanished right after it was created", path)
-        return stat
+        assert isinstance(result, CreateResult)
+        return result.stat
 
     def transaction(self) -> Transaction:
         """A multi-transaction: operations applied all or none (``commit()`` or a ``with``).

@@ -54,8 +54,15 @@ from typing import TYPE_CHECKING, Any, final
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
+from zk_recipes._client.creates import CreateResult
 from zk_recipes._deadline import acquire_deadline
-from zk_recipes._errors import LockLost, NoNodeError, RecipeUsageError, SessionLost
+from zk_recipes._errors import (
+    LockLost,
+    RecipeUsageError,
+    SessionLost,
+    TransactionFailedError,
+    TransactionOutcomeUnknown,
+)
 from zk_recipes._internals.args import optional_str, require_client
 from zk_recipes._internals.cancellation import Cancellation
 from zk_recipes._internals.contenders import Entry, sort_key
@@ -172,23 +179,31 @@ class _ReadPart(_Mutex):
                 "the write lock now). Release the write lock, then take the read lock."
             )
         sequence = writer.name.rsplit(WRITE_TOKEN, 1)[1]
-        name = _paths.protected_prefix(_paths.new_protected_id()) + READ_TOKEN + sequence
-        path = _paths.join(self.path, name)
+        # One transaction: the read node (protected: ``_c_<uuid>-__READ__<seq>``, so a
+        # lost reply is answered by finding it) only while the writer's node is there.
+        tx = client.transaction().check(writer.path, -1)
+        tx.create(
+            _paths.join(self.path, READ_TOKEN + sequence),
+            Owner.here_bytes(self.identifier),
+            mode=CreateMode.EPHEMERAL,
+            protected=True,
+        )
         try:
-            stat = client.check_and_create(
-                writer.path,
-                path,
-                Owner.here_bytes(self.identifier),
-                mode=CreateMode.EPHEMERAL,
-            )
-        except (NoNodeError, SessionLost) as exc:
-            # The writer's node is gone, or its session is (told by the server
-            # before the client had heard of it): nothing was created.
+            created = tx.commit()[1]
+        except (TransactionFailedError, TransactionOutcomeUnknown, SessionLost) as exc:
+            if isinstance(exc, TransactionFailedError) and exc.index != 0:
+                raise  # not the writer's node: a fault of its own
+            # The writer's node is gone, or its session is (told by the server before
+            # the client had heard of it, or the session ended while the reply was
+            # awaited, taking an ephemeral read node with it): nothing is held.
             raise LockLost(
                 f"the write lock of {self._rw.path} was lost (its node or its session is "
                 "gone): it cannot be downgraded to the read lock. Release the write lock, "
                 "then take the read lock."
             ) from exc
+        assert isinstance(created, CreateResult)
+        path, stat = created.path, created.stat
+        name = _paths.name_of(path)
         entry = Entry(
             path,
             name,

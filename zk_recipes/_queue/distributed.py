@@ -38,6 +38,9 @@ version), then consume. A delete whose reply was lost and whose retry finds
 NoNode delivers the item anyway (at-least-once for that case): Curator
 drops it.
 
+Several consumers of one queue take in order until they race each other,
+then spread out (racing.py).
+
 A node whose bytes do not parse is moved aside, to ``<path>-corrupted``
 (copied there before it is deleted as a consumed item would be), and logged
 with its path: never dropped.
@@ -72,8 +75,9 @@ from zk_recipes._errors import (
 )
 from zk_recipes._internals.args import require_client
 from zk_recipes._queue.items import BYTES, CorruptedItemError, QueueSerializer, from_bytes, to_bytes
+from zk_recipes._queue.racing import Pace
 from zk_recipes._queue.simple import _StateWake, _Wake
-from zk_recipes._queue.taking import BATCH, PREFIX, ItemContext, Taker
+from zk_recipes._queue.taking import PREFIX, ItemContext, Taker
 from zk_recipes._types import CreateMode
 
 log = logging.getLogger("zk_recipes.queue")
@@ -354,21 +358,13 @@ class DistributedQueue(Generic[T]):
 
     def _consume_loop(self) -> None:
         watch = _Wake(self._wake)
+        assert self._taker is not None
+        pace = Pace(self._taker, self._stop)  # in order alone, spread out when raced
         while not self._stop.is_set():
             self._wake.clear()
             try:
                 ready, due_in = self._ready(self._order(self._names(watch)))
-                taker = self._taker
-                assert taker is not None
-                if self.lock_path is None:
-                    while ready and not self._stop.is_set():
-                        taker.take_at_most_once(ready)  # a batch, pipelined
-                        ready = ready[BATCH:]
-                else:
-                    for name in ready:
-                        if self._stop.is_set():
-                            return
-                        taker.take_claimed(name)
+                pace.take(ready)
             except (ConnectionLostError, OperationTimeoutError, SessionLost, ClientStateError):
                 due_in = None  # looked at again once connected
             except Exception:

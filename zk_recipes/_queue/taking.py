@@ -92,17 +92,23 @@ class Taker:
         #: The item the consumer is running (lock path: its ``lost`` is set on a loss).
         self.running: ItemContext | None = None
 
-    def take_claimed(self, name: str) -> None:
-        """With a lock path: claim the item ``name`` if nobody has, and hand it to the consumer."""
-        assert self.lock_path is not None
-        self._process_claimed(_paths.join(self.path, name), _paths.join(self.lock_path, name))
+    def take_claimed(self, name: str) -> bool:
+        """With a lock path: claim the item ``name`` if nobody has, and hand it to the consumer.
 
-    def take_at_most_once(self, names: list[str]) -> None:
+        False when another consumer had it (claimed, or consumed since the listing).
+        """
+        assert self.lock_path is not None
+        return self._process_claimed(
+            _paths.join(self.path, name), _paths.join(self.lock_path, name)
+        )
+
+    def take_at_most_once(self, names: list[str]) -> int:
         """Without a lock path: read and delete up to ``BATCH`` items pipelined, then deliver.
 
         The reads go out together, then the deletes (each at the version
         read), then the items whose delete was ours are delivered in order:
-        two round trips per batch, not two per item.
+        two round trips per batch, not two per item. Returns how many of
+        the batch another consumer took first.
         """
         client = self.client
         wait = client.settings.connection_timeout
@@ -134,8 +140,9 @@ class Taker:
             self._deliver(item, data, context, requeue=False)
             if len(context.transaction()):
                 context.transaction().commit()
+        return len(items) - len(ours)
 
-    def _process_claimed(self, item: str, claim: str) -> None:
+    def _process_claimed(self, item: str, claim: str) -> bool:
         client = self.client
         try:
             # Owner JSON, as our locks write: holders() shows who is consuming what.
@@ -143,12 +150,12 @@ class Taker:
                 claim, Owner.here_bytes(), mode=CreateMode.EPHEMERAL, replace_stale=True
             )
         except NodeExistsError:
-            return  # another consumer's claim
+            return False  # another consumer's claim
         try:
             try:
                 data, _stat = client.get(item)
             except NoNodeError:
-                return  # consumed by the claim's previous holder
+                return False  # consumed since the listing (or by the claim's previous holder)
             tx = client.transaction().check(claim, version=made.stat.version)
             context = ItemContext(item, made.stat.czxid, threading.Event(), tx)
             self.running = context
@@ -173,7 +180,7 @@ class Taker:
                 context.lost.set()
                 _metrics.count("zk_recipes_queue_claims_lost_total", queue=self.path)
                 log.warning("queue item %s: the session ended at its commit (%s)", item, exc)
-                return
+                return True
             except TransactionFailedError as exc:
                 if exc.index == 0:  # the claim is gone: the session ended meanwhile
                     context.lost.set()
@@ -183,10 +190,11 @@ class Taker:
                         "was committed, and another consumer may run it again",
                         item,
                     )
-                    return
+                    return True
                 raise
             if not ok:
                 _metrics.count("zk_recipes_queue_items_requeued_total", queue=self.path)
+            return True
         finally:
             with contextlib.suppress(ZkRecipesError):
                 client.delete(claim, guaranteed=True)

@@ -29,7 +29,6 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.connection import _SESSION_EXPIRED
 from kazoo.protocol.serialization import (
     CheckVersion,
-    Create,
     Create2,
     Delete,
     Exists,
@@ -37,7 +36,6 @@ from kazoo.protocol.serialization import (
     GetData,
     SetData,
     Sync,
-    Transaction,
 )
 from kazoo.protocol.states import Callback, EventType, KazooState, KeeperState, WatchedEvent
 from kazoo.retry import KazooRetry
@@ -494,29 +492,6 @@ class KazooConnection:
         else:
             request = Create2(path, data, kacl, mode.value)
         return self._call(request, path, lambda r: (str(r[0]), stat_of(r[1])))
-
-    def check_and_create_async(
-        self, check_path: str, path: str, data: bytes, mode: CreateMode
-    ) -> Pending[None]:
-        """Create ``path`` only if ``check_path`` exists, atomically (a multi: check + create).
-
-        Fails with the NoNodeError of the check when ``check_path`` is gone, and
-        then nothing is created.
-        """
-        if mode.is_ttl or mode is CreateMode.CONTAINER:
-            raise errors.ConfigurationError(f"check_and_create does not take {mode.name} nodes")
-        request = Transaction(
-            [CheckVersion(check_path, -1), Create(path, data, self._acl, mode.value)]
-        )
-
-        def convert(results: Any) -> None:
-            for result, failed_path in zip(results, (check_path, path), strict=False):
-                if isinstance(result, kz_exc.RolledBackError):
-                    continue
-                if isinstance(result, BaseException):
-                    raise translate(result, failed_path)
-
-        return self._call(request, path, convert)
 
     def get_async(
         self, path: str, watch: WatchCallback | None = None
