@@ -44,12 +44,14 @@ from zk_recipes_celery._metrics import (
     singleton_acquired,
     singleton_skipped,
 )
+from zk_recipes_celery._publish import DuplicateTask
 from zk_recipes_celery._singleton import SingletonTask, singleton_task
 from zk_recipes_celery._singleton_run import SingletonBusy, SingletonRun, current_singleton
 from zk_recipes_celery.beat import LeaderScheduler, leader_gated, leader_only
 
 __all__ = [
     "CeleryZkConfig",
+    "DuplicateTask",
     "LeaderScheduler",
     "SingletonAborted",
     "SingletonBusy",

@@ -37,7 +37,7 @@ from zk_recipes import (
     Spelling,
     read_settings,
 )
-from zk_recipes_celery._layouts import BEAT_SEGMENT, SINGLETON_SEGMENT
+from zk_recipes_celery._layouts import BEAT_SEGMENT, QUEUED_SEGMENT, SINGLETON_SEGMENT
 
 _EAGER_MODES = ("lock", "bypass")
 DEFAULT_PREFIX = "/celery"
@@ -75,6 +75,11 @@ class CeleryZkConfig:
     @property
     def singleton_root(self) -> str:
         return f"{self.prefix}/{SINGLETON_SEGMENT}"
+
+    @property
+    def queued_root(self) -> str:
+        """Where publish-time deduplication keeps its markers (``_publish``)."""
+        return f"{self.prefix}/{QUEUED_SEGMENT}"
 
     @property
     def beat_path(self) -> str:

@@ -2,8 +2,10 @@
 
 Importing ``zk_recipes_celery`` changes nothing in Celery. ``install_once()``
 connects our signal handlers (worker set-up, prefork child start and
-shutdown, worker shutdown, beat start) and wraps ``celery.beat.Scheduler.
-apply_entry`` and ``celery.beat.Service.sync``, under a module lock with a
+shutdown, worker shutdown, beat start, task revoked) and wraps
+``celery.beat.Scheduler.apply_entry``, ``celery.beat.Service.sync`` and
+``celery.app.task.Task.apply_async`` (publish-time deduplication: one
+attribute read for a task without it), under a module lock with a
 done flag, so calling it again, from any thread, is harmless (sentry-python's
 ``setup_integrations`` and ``setup_once``). The hooks look up the app and its
 settings when they fire, so one installation serves every app of the process.
@@ -31,7 +33,7 @@ from typing import Any
 from celery import signals
 
 from zk_recipes import ZkClient
-from zk_recipes_celery import _beat_gate, _lifecycle
+from zk_recipes_celery import _beat_gate, _lifecycle, _publish
 
 _install_lock = threading.Lock()
 _installed = threading.Event()  # the done flag, read without the lock once set
@@ -48,6 +50,7 @@ _SIGNAL_HANDLERS = (
     (signals.worker_process_shutdown, _lifecycle.on_shutdown, "zk_recipes.worker_process_shutdown"),
     (signals.worker_shutdown, _lifecycle.on_shutdown, "zk_recipes.worker_shutdown"),
     (signals.beat_init, _beat_gate.on_beat_init, "zk_recipes.beat_init"),
+    (signals.task_revoked, _publish.on_task_revoked, "zk_recipes.task_revoked"),
 )
 
 
@@ -61,6 +64,7 @@ def install_once() -> None:
         for signal, handler, uid in _SIGNAL_HANDLERS:
             signal.connect(handler, weak=False, dispatch_uid=uid)
         _beat_gate.patch_scheduler()
+        _publish.patch_apply_async()  # a no-op for every task without unique_on_publish
         _installed.set()
 
 

@@ -18,6 +18,8 @@ from zk_recipes import Owner, RecipeLayout
 #: The path segments under the prefix (``_config.CeleryZkConfig``).
 SINGLETON_SEGMENT = "singleton"
 BEAT_SEGMENT = "beat"
+#: Publish-time deduplication's markers (``_publish``): not a recipe, not reported.
+QUEUED_SEGMENT = "queued"
 
 _BEAT_ID = re.compile(r"([^\s:]+):(\d+)")
 

@@ -41,6 +41,17 @@ _counters = {
         "Singleton task runs that found the key held, by conflict policy",
         ["task", "policy"],
     ),
+    "publish_deduplicated": metrics.define_counter(
+        "zk_recipes_celery_publish_deduplicated",
+        "Publishes of a singleton task that sent nothing: a task of their key was queued or "
+        "running (unique_on_publish)",
+        ["task"],
+    ),
+    "publish_unmarked": metrics.define_counter(
+        "zk_recipes_celery_publish_unmarked",
+        "Publishes with unique_on_publish sent without a queued marker: ZooKeeper did not answer",
+        ["task"],
+    ),
     "beat_dropped": metrics.define_counter(
         "zk_recipes_celery_beat_publish_dropped",
         "Due beat entries not sent because this beat was not the leader",

@@ -46,6 +46,7 @@ from zk_recipes_celery._abort import in_body
 from zk_recipes_celery._hooks import install_once
 from zk_recipes_celery._keys import KeySpec, check_key_names
 from zk_recipes_celery._singleton_run import (
+    MARK,
     ConflictPolicy,
     LostPolicy,
     SingletonOptions,
@@ -55,8 +56,6 @@ from zk_recipes_celery._singleton_run import (
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-_MARK = "__zk_recipes_singleton__"
 
 
 def _is_body_of(task: Any, body: Callable[..., Any]) -> bool:
@@ -85,6 +84,9 @@ def singleton_task(
     skip_result: Any = ...,
     on_lost: LostPolicy = ...,
     redelivery_wait: float | None = ...,
+    unique_on_publish: bool = ...,
+    raise_on_duplicate: bool = ...,
+    publish_expiry: float = ...,
 ) -> Callable[[F], F]: ...
 
 
@@ -98,8 +100,9 @@ def singleton_task(fn: F | None = None, **options: Any) -> Any:
     Options (defaults in ``SingletonOptions``): ``key``, ``on_conflict``
     (``"skip"``, ``"wait"``, ``"retry"``, ``"raise"``), ``wait_timeout``,
     ``retry_countdown``, ``max_retries``, ``skip_result``, ``on_lost``
-    (``"flag"``, ``"abort"``), ``redelivery_wait``. See the module docstring
-    and docs/integrations/celery.md.
+    (``"flag"``, ``"abort"``), ``redelivery_wait``; publish-time deduplication:
+    ``unique_on_publish``, ``raise_on_duplicate``, ``publish_expiry`` (_publish.py).
+    See the module docstring and docs/integrations/celery.md.
     """
     checked = SingletonOptions.from_options("@singleton_task", options)
 
@@ -133,7 +136,7 @@ def singleton_task(fn: F | None = None, **options: Any) -> Any:
         # Celery checks call arguments against getfullargspec(), which ignores
         # __wrapped__ but honours __signature__.
         wrapper.__signature__ = inspect.signature(func)  # type: ignore[attr-defined]
-        setattr(wrapper, _MARK, checked)
+        setattr(wrapper, MARK, checked)
         return wrapper  # type: ignore[return-value]
 
     if fn is not None:
@@ -165,6 +168,9 @@ class SingletonTask(celery.Task):  # type: ignore[misc]
     singleton_skip_result: Any
     singleton_on_lost: LostPolicy
     singleton_redelivery_wait: float | None
+    singleton_unique_on_publish: bool
+    singleton_raise_on_duplicate: bool
+    singleton_publish_expiry: float
 
     _singleton_options: SingletonOptions | None = None
 
@@ -191,12 +197,16 @@ class SingletonTask(celery.Task):  # type: ignore[misc]
             }
             options = SingletonOptions.from_options(f"SingletonTask {self.name}", given)
             check_key_names(options.key, self.run)
-            if hasattr(self.run, _MARK):
+            if hasattr(self.run, MARK):
                 raise ConfigurationError(
                     f"{self.name} uses both base=SingletonTask and @singleton_task: pick one"
                 )
             type(self)._singleton_options = options
         return options
+
+    def _singleton_publish_options(self) -> SingletonOptions:
+        """The options publish-time deduplication reads (``_singleton_run.options_of``)."""
+        return self._options()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return run_guarded(

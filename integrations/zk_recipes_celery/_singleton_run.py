@@ -12,18 +12,24 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import json
 import logging
 import random
 import urllib.parse
 from collections.abc import Callable
 from typing import Any, Literal, get_args
 
+from celery.exceptions import Retry
+
 from zk_recipes import (
+    BadVersionError,
     ConfigurationError,
     Lock,
     LockTimeout,
+    NoNodeError,
     Owner,
     RecipeUsageError,
+    ZkClient,
     ZkRecipesError,
     holders,
 )
@@ -73,6 +79,13 @@ class SingletonOptions:
     skip_result: Any = None
     on_lost: LostPolicy = "flag"
     redelivery_wait: float | None = None
+    #: Publish-time deduplication (``_publish``): a second publish of a queued or running
+    #: key sends nothing and returns the first task's AsyncResult.
+    unique_on_publish: bool = False
+    #: With ``unique_on_publish``: raise ``DuplicateTask`` instead of returning that result.
+    raise_on_duplicate: bool = False
+    #: With ``unique_on_publish``: seconds after which a marker nobody cleared stops counting.
+    publish_expiry: float = 3600.0
 
     @classmethod
     def from_options(cls, where: str, options: dict[str, Any]) -> SingletonOptions:
@@ -105,6 +118,19 @@ class SingletonOptions:
             raise ConfigurationError(
                 f"redelivery_wait must be seconds >= 0 or None, got {self.redelivery_wait!r}"
             )
+        for name in ("unique_on_publish", "raise_on_duplicate"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigurationError(
+                    f"{name} must be True or False, got {getattr(self, name)!r}"
+                )
+        expiry = self.publish_expiry
+        if isinstance(expiry, bool) or not isinstance(expiry, (int, float)) or not expiry > 0:
+            raise ConfigurationError(f"publish_expiry must be seconds > 0, got {expiry!r}")
+        if self.raise_on_duplicate and not self.unique_on_publish:
+            raise ConfigurationError(
+                "raise_on_duplicate=True needs unique_on_publish=True: without it nothing is "
+                "deduplicated at publish"
+            )
         key = self.key
         if (key is not None and not callable(key)) and (
             isinstance(key, str) or not all(isinstance(k, str) for k in key)
@@ -113,6 +139,21 @@ class SingletonOptions:
                 f"key must be a list of argument names or a callable, got {key!r} "
                 "(for one argument write key=['name'])"
             )
+
+
+#: The attribute ``@singleton_task`` sets on the task body: its ``SingletonOptions``.
+MARK = "__zk_recipes_singleton__"
+
+
+def options_of(task: Any) -> SingletonOptions | None:
+    """The singleton options of ``task`` (either front door), or None for another task."""
+    for attr in ("_orig_run", "run"):
+        fn = getattr(task, attr, None)
+        found = getattr(getattr(fn, "__func__", fn), MARK, None)
+        if isinstance(found, SingletonOptions):
+            return found
+    of_class = getattr(task, "_singleton_publish_options", None)
+    return of_class() if callable(of_class) else None
 
 
 class SingletonRun:
@@ -163,6 +204,53 @@ def current_singleton() -> SingletonRun:
     return run
 
 
+class QueuedMarker:
+    """The queued marker of a run (publish-time deduplication, ``_publish``), cleared once."""
+
+    def __init__(self, client: ZkClient, path: str, task_id: str) -> None:
+        self._client = client
+        self._path = path
+        self._task_id = task_id
+        self._done = False
+
+    def keep(self) -> None:
+        """Leave it: the task is queued again under the same id (a retry)."""
+        self._done = True
+
+    def clear(self) -> None:
+        """Delete it if it still names this task (once; later calls do nothing)."""
+        if not self._done:
+            self._done = True
+            clear_marker(self._client, self._path, self._task_id)
+
+
+def clear_marker(client: ZkClient, path: str, task_id: str) -> None:
+    """Delete the marker at ``path`` if it names ``task_id`` (a get, then a versioned delete)."""
+    try:
+        data, stat = client.get(path)
+        if marker_task_id(data) == task_id:
+            client.delete(path, version=stat.version)
+    except (NoNodeError, BadVersionError):
+        return  # gone, or replaced by a later publish: not ours to delete
+    except ZkRecipesError as exc:
+        log.warning(
+            "the queued marker %s of task %s could not be cleared (%s): publishes of its key "
+            "are deduplicated until it expires",
+            path,
+            task_id,
+            exc,
+        )
+
+
+def marker_task_id(data: bytes) -> str:
+    """The task id a queued marker names ("" when its data is not ours)."""
+    try:
+        found = json.loads(data)["id"]
+    except (ValueError, KeyError, TypeError):
+        return ""
+    return str(found)
+
+
 # -- the guarded run ----------------------------------------------------------
 def _holder(lock: Lock) -> Owner | None:
     """Who holds ``lock`` now, as ``zk-recipes holders`` reads it (None: nobody, or unreadable)."""
@@ -194,10 +282,35 @@ def run_guarded(
         return call()
     task_id: str | None = getattr(request, "id", None)
     name_segment = urllib.parse.quote(task.name, safe="")
-    path = (
-        f"{config.singleton_root}/{name_segment}/{key_segment(options.key, key_fn, args, kwargs)}"
-    )
+    key = key_segment(options.key, key_fn, args, kwargs)
+    path = f"{config.singleton_root}/{name_segment}/{key}"
     client = state.process_client.get()
+    queued = None
+    if options.unique_on_publish and task_id is not None and not direct:
+        queued = QueuedMarker(client, f"{config.queued_root}/{name_segment}/{key}", task_id)
+    try:
+        return _guarded(task, options, client, path, task_id, direct, call, queued)
+    except Retry:
+        if queued is not None:
+            queued.keep()  # the retry is queued under this task id: the marker is its
+        raise
+    finally:
+        if queued is not None:
+            queued.clear()
+
+
+def _guarded(
+    task: Any,
+    options: SingletonOptions,
+    client: ZkClient,
+    path: str,
+    task_id: str | None,
+    direct: bool,
+    call: Callable[[], Any],
+    queued: QueuedMarker | None,
+) -> Any:
+    """Take the lock, or apply the conflict policy; then run ``call()`` holding it."""
+    config = app_state(task.app).config
     lock = Lock(client, path, identifier=task_id)
     acquired = lock.acquire(blocking=False)
     holder: Owner | None = None
@@ -224,7 +337,7 @@ def run_guarded(
         acquired = _on_conflict(task, options, lock, path, task_id, holder, direct)
         if not acquired:
             return options.skip_result
-    return _run_holding(task, options, lock, path, task_id, call)
+    return _run_holding(task, options, lock, path, task_id, call, queued)
 
 
 def _on_conflict(
@@ -278,8 +391,13 @@ def _run_holding(
     path: str,
     task_id: str | None,
     call: Callable[[], Any],
+    queued: QueuedMarker | None = None,
 ) -> Any:
-    """Run ``call()`` (which reaches the body through ``_abort.in_body``), then release."""
+    """Run ``call()`` (which reaches the body through ``_abort.in_body``), then release.
+
+    The queued marker (publish-time deduplication) is cleared before the lock
+    is let go: a publish once the body has returned queues a new run.
+    """
     run = SingletonRun(lock, task_id, path)
     interrupter = None
     if options.on_lost == "abort":
@@ -295,6 +413,10 @@ def _run_holding(
         _metrics.singleton_acquired.send(sender=task, task_id=task_id, key_path=path, run=run)
         with pending(interrupter):
             return call()
+    except Retry:
+        if queued is not None:
+            queued.keep()
+        raise
     finally:
         if interrupter is not None:
             disarm_for_cleanup(interrupter)  # in_body did; this is for a body never reached
@@ -307,4 +429,6 @@ def _run_holding(
                 path,
                 task_id,
             )
+        if queued is not None:
+            queued.clear()
         lock.release()

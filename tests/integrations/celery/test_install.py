@@ -20,6 +20,7 @@ SCRIPT = textwrap.dedent(
     """
     import json
 
+    import celery.app.task
     import celery.beat
     import celery.signals
     from celery.utils.dispatch import Signal
@@ -28,6 +29,7 @@ SCRIPT = textwrap.dedent(
     APPLY_ENTRY = celery.beat.Scheduler.apply_entry
     IS_DUE = celery.beat.Scheduler.is_due
     SYNC = celery.beat.Service.sync
+    APPLY_ASYNC = celery.app.task.Task.apply_async
 
 
     def snapshot():
@@ -41,6 +43,9 @@ SCRIPT = textwrap.dedent(
             else "wrapped twice",
             "sync": "original" if celery.beat.Service.sync is SYNC
             else "wrapped once" if celery.beat.Service.sync.__wrapped__ is SYNC
+            else "wrapped twice",
+            "apply_async": "original" if celery.app.task.Task.apply_async is APPLY_ASYNC
+            else "wrapped once" if celery.app.task.Task.apply_async.__wrapped__ is APPLY_ASYNC
             else "wrapped twice",
         }
 
@@ -81,6 +86,7 @@ HOOKED = {
     "worker_process_shutdown": 1,
     "worker_shutdown": 1,
     "beat_init": 1,
+    "task_revoked": 1,
 }
 
 
@@ -102,6 +108,7 @@ def test_importing_the_package_changes_nothing_in_celery() -> None:
     assert outcome["imported"]["apply_entry"] == "original"
     assert outcome["imported"]["is_due"] == "original"
     assert outcome["imported"]["sync"] == "original"
+    assert outcome["imported"]["apply_async"] == "original"
 
 
 @pytest.mark.parametrize("door", list(DOORS), ids=list(DOORS))
@@ -115,5 +122,6 @@ def test_each_door_installs_the_hooks_once(door: str) -> None:
         "apply_entry": "wrapped once",
         "is_due": "wrapped once",
         "sync": "wrapped once",
+        "apply_async": "wrapped once",
     }
     assert outcome["twice"] == outcome["once"], "installing again changes nothing"
