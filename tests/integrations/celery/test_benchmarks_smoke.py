@@ -47,3 +47,23 @@ def test_celery_overhead_benchmark_runs(request: pytest.FixtureRequest) -> None:
     assert requests["singleton"]["requests_each"] <= 3.2, requests
     assert requests["lock_cycle"]["requests_each"] <= 3.2, requests
     assert requests["plain"]["requests_each"] <= 0.2, requests
+
+
+@pytest.mark.slow
+def test_publish_benchmark_counts(request: pytest.FixtureRequest) -> None:
+    """Publish dedup costs one ZooKeeper request per first publish and two per duplicate."""
+    command = [sys.executable, str(ROOT / "benchmarks" / "celery_publish.py"), "--tiny"]
+    command += ["--runs", "1", "--no-peer"]
+    hosts = request.config.getoption("--zk-hosts")
+    if hosts:
+        command += ["--hosts", str(hosts)]
+    result = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    figures = json.loads(result.stdout)["results"]
+    assert figures["plain"]["first"]["zk_requests_per_publish"] <= 0.2, figures["plain"]
+    ours = figures["ours"]
+    assert 0.9 <= ours["first"]["zk_requests_per_publish"] <= 1.2, ours
+    assert 1.9 <= ours["duplicate"]["zk_requests_per_publish"] <= 2.2, ours
+    assert ours["first"]["p50_us"] > 0
