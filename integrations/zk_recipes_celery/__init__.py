@@ -47,9 +47,11 @@ from zk_recipes_celery._metrics import (
 from zk_recipes_celery._publish import DuplicateTask
 from zk_recipes_celery._singleton import SingletonTask, singleton_task
 from zk_recipes_celery._singleton_run import SingletonBusy, SingletonRun, current_singleton
-from zk_recipes_celery.beat import LeaderScheduler, leader_gated, leader_only
+from zk_recipes_celery._zk_schedule import CeleryBeatSchedule, beat_schedule
+from zk_recipes_celery.beat import LeaderScheduler, ZkScheduler, leader_gated, leader_only
 
 __all__ = [
+    "CeleryBeatSchedule",
     "CeleryZkConfig",
     "DuplicateTask",
     "LeaderScheduler",
@@ -57,7 +59,9 @@ __all__ = [
     "SingletonBusy",
     "SingletonRun",
     "SingletonTask",
+    "ZkScheduler",
     "beat_publish_dropped",
+    "beat_schedule",
     "close_clients",
     "counts",
     "current_singleton",

@@ -10,6 +10,9 @@ Two ways, sharing one election per beat process (``_beat_election``):
   task modules before it starts its scheduler), never by a plain import: a
   beat that is not the leader drops the entry with a log line, a counter and
   the ``beat_publish_dropped`` signal.
+- ``ZkScheduler`` (``celery beat -S zk_recipes_celery.beat:ZkScheduler``): the
+  schedule itself in ZooKeeper, read by every beat, changed at runtime,
+  sent by the leader (``_zk_schedule``).
 - ``LeaderScheduler`` (``celery beat -S zk_recipes_celery.beat:LeaderScheduler``)
   gates every entry. It wraps the scheduler named by ``zk_recipes_beat_scheduler``
   (default PersistentScheduler; django-celery-beat's DatabaseScheduler
@@ -44,8 +47,16 @@ from zk_recipes_celery._beat_gate import (
 )
 from zk_recipes_celery._hooks import install_once
 from zk_recipes_celery._lifecycle import app_state
+from zk_recipes_celery._zk_schedule import ZkStoreScheduler
 
-__all__ = ["LeaderGate", "LeaderScheduler", "is_leader_only", "leader_gated", "leader_only"]
+__all__ = [
+    "LeaderGate",
+    "LeaderScheduler",
+    "ZkScheduler",
+    "is_leader_only",
+    "leader_gated",
+    "leader_only",
+]
 
 F = TypeVar("F")
 
@@ -130,3 +141,12 @@ class LeaderScheduler(LeaderGate, beat.PersistentScheduler):  # type: ignore[mis
             instance = leader_gated(inner)(*args, **kwargs)
             return instance
         return super().__new__(cls)
+
+
+class ZkScheduler(LeaderGate, ZkStoreScheduler):
+    """``celery beat -S zk_recipes_celery.beat:ZkScheduler``: the schedule held in ZooKeeper.
+
+    Every beat reads the same entries (``beat_schedule(app)`` and ``zk-recipes
+    beat`` change them at runtime); the leader alone sends, each tick at most
+    once (see ``_zk_schedule``).
+    """

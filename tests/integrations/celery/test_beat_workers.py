@@ -11,14 +11,13 @@ import pytest
 
 from zk_recipes import ZkClient
 from zk_recipes.testing import wait_for_children, wait_until
-from zk_recipes_celery.testing import CeleryProcess, CeleryProject, Record
+from zk_recipes_celery.testing import CeleryProcess, CeleryProject
 
-from ._common import SESSION_TIMEOUT
+from ._common import ELECTION, SESSION_TIMEOUT, by_pid as _by_pid, leader_pid, times as _times
 
 pytestmark = pytest.mark.slow
 
 WINDOW = 6.0
-ELECTION = "/celery/beat/proj"
 
 _CONFIG = """
     import os
@@ -73,18 +72,6 @@ PLAIN_APP = textwrap.dedent(
 )
 
 
-def _times(
-    records: list[Record], task: str, start: float, end: float = float("inf")
-) -> list[float]:
-    return sorted(r["t"] for r in records if r["task"] == task and start <= r["t"] < end)
-
-
-def _leader_pid(client: ZkClient) -> int:
-    nodes = sorted(client.get_children(ELECTION), key=lambda n: n.rsplit("-", 1)[-1])
-    data, _ = client.get(f"{ELECTION}/{nodes[0]}")
-    return int(data.decode().rsplit(":", 1)[1])
-
-
 def _two_beats(
     project: CeleryProject, module: str, zk_client: ZkClient, **kw: str | None
 ) -> list[CeleryProcess]:
@@ -116,10 +103,6 @@ def _kill_leader_and_time_failover(
     return after
 
 
-def _by_pid(beats: list[CeleryProcess], pid: int) -> CeleryProcess:
-    return next(b for b in beats if b.pid == pid)
-
-
 def test_leader_only_is_sent_by_one_beat_and_fails_over_after_kill_9(
     project: CeleryProject, zk_client: ZkClient
 ) -> None:
@@ -130,12 +113,12 @@ def test_leader_only_is_sent_by_one_beat_and_fails_over_after_kill_9(
     project.wait_records(lambda rs: bool(_times(rs, "gated", start + WINDOW)), timeout=WINDOW + 10)
 
     _assert_one_sender_of_gated(project, start, "2 beats")
-    leader = _by_pid(beats, _leader_pid(zk_client))
+    leader = _by_pid(beats, leader_pid(zk_client))
     standby = next(b for b in beats if b is not leader)
     assert "not sending due task gated" in standby.log()
 
     _kill_leader_and_time_failover(project, leader, "gated", runs=3)
-    assert _leader_pid(zk_client) == standby.pid
+    assert leader_pid(zk_client) == standby.pid
 
 
 def test_leader_scheduler_gates_every_entry_without_bursts(
@@ -151,7 +134,7 @@ def test_leader_scheduler_gates_every_entry_without_bursts(
 
     plain = _times(project.read_records(), "plain", start, start + WINDOW)
     assert WINDOW - 3 <= len(plain) <= WINDOW + 2, f"one beat sends: {len(plain)} runs"
-    leader = _by_pid(beats, _leader_pid(zk_client))
+    leader = _by_pid(beats, leader_pid(zk_client))
     standby = next(b for b in beats if b is not leader)
     assert "standby (schedule kept in step)" in standby.log()
 
@@ -169,13 +152,13 @@ def test_leader_scheduler_graceful_stop_hands_over_at_once(
     beats = _two_beats(
         project, module, zk_client, scheduler="zk_recipes_celery.beat:LeaderScheduler"
     )
-    leader = _by_pid(beats, _leader_pid(zk_client))
+    leader = _by_pid(beats, leader_pid(zk_client))
     standby = next(b for b in beats if b is not leader)
 
     leader.stop()
     stopped = time.time()
 
-    wait_until(lambda: _leader_pid(zk_client) == standby.pid, "the standby leads", timeout=5.0)
+    wait_until(lambda: leader_pid(zk_client) == standby.pid, "the standby leads", timeout=5.0)
     project.wait_records(lambda rs: len(_times(rs, "plain", stopped)) >= 2, timeout=10)
 
 
@@ -204,7 +187,7 @@ def test_embedded_beats_gate_and_hand_over_at_once_on_worker_stop(
     project.wait_records(lambda rs: bool(_times(rs, "gated", start + WINDOW)), timeout=WINDOW + 10)
 
     _assert_one_sender_of_gated(project, start, "2 workers with -B")
-    leader_beat = _leader_pid(zk_client)
+    leader_beat = leader_pid(zk_client)
     leader = next(w for w in workers if w.pid == _parent_pid(leader_beat))
     standby = next(w for w in workers if w is not leader)
 
@@ -212,7 +195,7 @@ def test_embedded_beats_gate_and_hand_over_at_once_on_worker_stop(
     stopped = time.time()
 
     wait_until(
-        lambda: _parent_pid(_leader_pid(zk_client)) == standby.pid,
+        lambda: _parent_pid(leader_pid(zk_client)) == standby.pid,
         "the standby's embedded beat leads",
         timeout=5.0,
     )

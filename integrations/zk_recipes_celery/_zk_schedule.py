@@ -1,0 +1,340 @@
+"""ZkScheduler: a beat schedule held in ZooKeeper, read by every beat, sent by the leader.
+
+``celery beat -S zk_recipes_celery.beat:ZkScheduler``: redbeat's model on
+ZooKeeper. The entries live in ZooKeeper (the layout and JSON are the
+framework kit's, ``zk_recipes.frameworks._beat_schedule``), so they can be
+added, changed, disabled and removed at runtime (``beat_schedule(app)``, or
+``zk-recipes beat ...``) and every beat sees the same schedule, without a
+database or a shelve file. ``app.conf.beat_schedule`` is imported once at
+start-up: each entry it names is written unless the same definition is
+there already; entries added at runtime are kept.
+
+**Reading.** Each beat keeps a ``TreeCache`` of ``<prefix>/schedule/<beat
+name>`` (entries and last runs): a tick reads nothing from the server, and
+a change reaches every beat with the server's notification. An entry that
+does not parse is logged and left out; a disabled one is not scheduled.
+
+**Sending: the leader only, each tick at most once.** The same election and
+gate as ``LeaderScheduler`` (``LeaderGate``): standbys send nothing. Before
+it sends a due entry, the leader records the run (``runs/<entry name>``:
+``last_run_at``, ``total_run_count``) with a versioned write against the
+version its cache holds; the send happens only if that write wins. So:
+
+- two beats that both believe they lead for a moment (a partition) cannot
+  both send one tick: one write wins;
+- a leader killed between its write and its send loses that tick (at most
+  once, never twice);
+- a tick due while no beat leads (the leader killed -9, its session not yet
+  expired) is sent by the next leader as soon as it is elected, once, however
+  many periods passed (Celery's ``is_due`` counts from ``last_run_at``, which
+  the next leader reads from ZooKeeper: a standby never advances it);
+- last runs survive a restart of every beat: they are in ZooKeeper.
+
+**Standbys** tick like the leader but neither send nor write; when a
+standby becomes leader its heap is rebuilt from the last runs in ZooKeeper.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from celery import beat, schedules
+
+from zk_recipes import (
+    BadVersionError,
+    CacheEvent,
+    CacheEventType,
+    NodeExistsError,
+    NoNodeError,
+    TreeCache,
+    ZkRecipesError,
+)
+from zk_recipes.frameworks._beat_schedule import (
+    BeatEntry,
+    BeatSchedule,
+    LastRun,
+    ScheduleError,
+    check_schedule,
+    schedule_path,
+)
+from zk_recipes_celery._beat_election import BeatRole
+from zk_recipes_celery._lifecycle import app_state
+
+log = logging.getLogger("zk_recipes.celery.beat")
+
+#: How long a beat waits for its first read of the schedule at start-up (seconds).
+LOAD_TIMEOUT = 30.0
+
+
+def to_celery(schedule: Mapping[str, Any], app: Any) -> Any:
+    """A stored schedule (``check_schedule``'s JSON) as Celery's schedule object."""
+    kind, value = next(iter(schedule.items()))
+    if kind == "every":
+        return schedules.schedule(datetime.timedelta(seconds=value), app=app)
+    if kind == "crontab":
+        return schedules.crontab(app=app, **value)
+    return schedules.solar(value["event"], value["lat"], value["lon"], app=app)
+
+
+def from_celery(schedule: Any) -> dict[str, Any]:
+    """A ``beat_schedule`` schedule (seconds, timedelta, schedule, crontab, solar) as JSON."""
+    if isinstance(schedule, (int, float)) and not isinstance(schedule, bool):
+        return check_schedule({"every": schedule})
+    if isinstance(schedule, datetime.timedelta):
+        return check_schedule({"every": schedule.total_seconds()})
+    if isinstance(schedule, schedules.crontab):
+        fields = {
+            "minute": schedule._orig_minute,
+            "hour": schedule._orig_hour,
+            "day_of_week": schedule._orig_day_of_week,
+            "day_of_month": schedule._orig_day_of_month,
+            "month_of_year": schedule._orig_month_of_year,
+        }
+        return check_schedule({"crontab": {k: str(v) for k, v in fields.items()}})
+    if isinstance(schedule, schedules.solar):
+        return check_schedule(
+            {"solar": {"event": schedule.event, "lat": schedule.lat, "lon": schedule.lon}}
+        )
+    if isinstance(schedule, schedules.schedule):
+        return check_schedule({"every": schedule.run_every.total_seconds()})
+    raise ScheduleError(
+        f"ZkScheduler stores interval, crontab and solar schedules, got {schedule!r}"
+    )
+
+
+def entry_from_conf(name: str, spec: Mapping[str, Any]) -> BeatEntry:
+    """One ``app.conf.beat_schedule`` entry as a stored entry."""
+    return BeatEntry(
+        name=name,
+        task=spec["task"],
+        schedule=from_celery(spec["schedule"]),
+        args=tuple(spec.get("args", ())),
+        kwargs=dict(spec.get("kwargs", {})),
+        options=dict(spec.get("options", {})),
+    )
+
+
+def import_entry(store: BeatSchedule, entry: BeatEntry) -> bool:
+    """Write a ``beat_schedule`` entry unless the same definition is stored; True when written.
+
+    The configuration wins for the definition of the entries it names; an
+    entry disabled (or enabled) at runtime stays so across restarts.
+    """
+    stored = store.get(entry.name)
+    if stored is not None:
+        entry = dataclasses.replace(entry, enabled=stored.enabled)
+        if stored == entry:
+            return False
+    store.put(entry)
+    return True
+
+
+class ZkStoreScheduler(beat.Scheduler):  # type: ignore[misc]
+    """The store half of ZkScheduler: entries from the cache, last runs written by the leader."""
+
+    #: The longest a tick sleeps (seconds; ``beat_max_loop_interval`` overrides): how soon
+    #: an entry added at runtime is looked at. A tick reads nothing from the server.
+    max_interval = 1.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._zk_lock = threading.Lock()
+        self._zk_changed = threading.Event()
+        self._zk_entries: dict[str, beat.ScheduleEntry] = {}
+        self._zk_claimed: set[str] = set()
+        self._zk_recorded: dict[str, LastRun] = {}  # runs this beat recorded
+        self._zk_versions: dict[str, int] = {}  # ... and the versions its writes made
+        self._zk_seen: dict[str, float] = {}  # when entries never run were first seen
+        self._zk_was_leader = False
+        super().__init__(*args, **kwargs)
+
+    # -- start-up ------------------------------------------------------------------
+    def setup_schedule(self) -> None:
+        state = app_state(self.app)
+        config = state.config
+        client = state.process_client.get()
+        self._zk_store = store = BeatSchedule(client, config.prefix, config.beat_name)
+        for path in (store.entries_path, store.runs_path):
+            with contextlib.suppress(NodeExistsError):
+                client.create(path, parents=True)
+        for name, spec in (self.app.conf.beat_schedule or {}).items():
+            try:
+                if import_entry(store, entry_from_conf(name, spec)):
+                    log.info("beat: schedule entry %s written to %s", name, store.entries_path)
+            except (ScheduleError, KeyError) as exc:
+                log.error("beat: schedule entry %s of beat_schedule not stored: %s", name, exc)
+        self._zk_cache = TreeCache(client, store.path, max_depth=2)
+        self._zk_cache.listen(self._on_change)
+        self._zk_cache.start()
+        if not self._zk_cache.wait_initialized(LOAD_TIMEOUT):
+            log.warning("beat: the schedule at %s is not read yet; starting empty", store.path)
+        self._rebuild()
+
+    def _on_change(self, event: CacheEvent) -> None:
+        if event.type is not CacheEventType.CONNECTION:
+            self._zk_changed.set()
+
+    # -- the schedule Celery reads ---------------------------------------------------
+    def _rebuild(self) -> None:
+        """The entries from the cache, with their last runs as ZooKeeper has them."""
+        self._zk_changed.clear()
+        store = self._zk_store
+        nodes = self._zk_cache.current()
+        built: dict[str, beat.ScheduleEntry] = {}
+        for name in self._zk_cache.children(store.entries_path):
+            node = nodes.get(f"{store.entries_path}/{name}")
+            if node is None:
+                continue
+            try:
+                entry = BeatEntry.from_bytes(name, node.data or b"")
+            except ScheduleError as exc:
+                log.warning("beat: %s; skipped", exc)
+                continue
+            if not entry.enabled:
+                continue
+            run_node = nodes.get(f"{store.runs_path}/{name}")
+            run = LastRun.from_bytes(run_node.data or b"") if run_node is not None else None
+            ours = self._zk_recorded.get(name)  # a claim of ours the cache may not show yet
+            if ours is not None and (run is None or ours.last_run_at > run.last_run_at):
+                run = ours
+            if run is None:  # never run: its period counts from when this beat first saw it
+                run = LastRun(self._zk_seen.setdefault(name, time.time()), 0)
+            built[name] = self._entry(entry, run)
+        with self._zk_lock:
+            self._zk_entries = built
+
+    def _entry(self, entry: BeatEntry, run: LastRun) -> beat.ScheduleEntry:
+        return self.Entry(
+            name=entry.name,
+            task=entry.task,
+            schedule=to_celery(entry.schedule, self.app),
+            args=entry.args,
+            kwargs=entry.kwargs,
+            options=entry.options,
+            last_run_at=datetime.datetime.fromtimestamp(run.last_run_at, datetime.timezone.utc),
+            total_run_count=run.total_run_count,
+            app=self.app,
+        )
+
+    @property
+    def schedule(self) -> dict[str, beat.ScheduleEntry]:
+        return self._zk_entries
+
+    def tick(self, *args: Any, **kwargs: Any) -> Any:
+        leader = bool(getattr(self, "_zk_election", None)) and self._is_leader()
+        if self._zk_changed.is_set() or (leader and not self._zk_was_leader):
+            self._rebuild()  # a change, or this beat just took over: ZooKeeper's last runs
+            self._heap = None
+        self._zk_was_leader = leader
+        return super().tick(*args, **kwargs)
+
+    def _is_leader(self) -> bool:
+        return bool(self._zk_election.role() is BeatRole.LEADER)
+
+    # -- a due entry -----------------------------------------------------------------
+    def reserve(self, entry: beat.ScheduleEntry) -> beat.ScheduleEntry:
+        role = getattr(self, "_zk_decision", None)
+        decided = role[1] if role is not None and role[0] == entry.name else None
+        if decided is not BeatRole.LEADER:
+            return entry  # a standby advances nothing: the leader's runs are the truth
+        new_entry = next(entry)
+        if self._claim(new_entry):
+            self._zk_claimed.add(entry.name)
+            self._zk_entries[entry.name] = new_entry
+            return new_entry
+        return entry
+
+    def _claim(self, entry: beat.ScheduleEntry) -> bool:
+        """Record this run before sending it; False when another beat recorded it first."""
+        store = self._zk_store
+        path = f"{store.runs_path}/{entry.name}"
+        node = self._zk_cache.get(path)
+        run = LastRun(entry.last_run_at.timestamp(), entry.total_run_count)
+        client = store.client
+        try:
+            # The version of the last run: the cache's, or our own write's when the cache
+            # has not shown it yet (a run recorded a moment ago).
+            known = self._zk_versions.get(entry.name, -1)
+            version = max(node.stat.version, known) if node is not None else known
+            if version < 0:
+                made = client.create(path, run.to_bytes(), parents=True)
+                self._zk_versions[entry.name] = made.stat.version
+            else:
+                stat = client.set(path, run.to_bytes(), version=version)
+                self._zk_versions[entry.name] = stat.version
+            self._zk_recorded[entry.name] = run
+            return True
+        except (NodeExistsError, BadVersionError, NoNodeError):
+            self._zk_versions.pop(entry.name, None)  # the cache's version from now on
+            log.info("beat: %s was recorded by another beat first: not sent here", entry.name)
+            self._zk_changed.set()
+            return False
+        except ZkRecipesError as exc:
+            log.warning("beat: %s not sent: its run could not be recorded (%s)", entry.name, exc)
+            return False
+
+    def apply_entry(self, entry: beat.ScheduleEntry, producer: Any = None) -> Any:
+        # Reached through LeaderGate.apply_entry, which sends nothing from a standby.
+        if entry.name not in self._zk_claimed:
+            return None  # another beat recorded this run: it sends it
+        self._zk_claimed.discard(entry.name)
+        return super().apply_entry(entry, producer)
+
+    def sync(self) -> None:
+        """Nothing to save: runs are written as they happen."""
+
+    def close(self) -> None:
+        cache = getattr(self, "_zk_cache", None)
+        if cache is not None:
+            cache.close()
+        super().close()
+
+    @property
+    def info(self) -> str:
+        config = app_state(self.app).config  # the banner asks before set-up (lazy)
+        return f"    . schedule -> zookeeper {schedule_path(config.prefix, config.beat_name)}"
+
+
+class CeleryBeatSchedule(BeatSchedule):
+    """The schedule ZkScheduler reads, changed at runtime: ``beat_schedule(app)``."""
+
+    def add(
+        self,
+        name: str,
+        task: str,
+        schedule: Any,
+        *,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
+        enabled: bool = True,
+    ) -> BeatEntry:
+        """Add or change an entry; ``schedule``: seconds, a timedelta, a Celery
+        ``schedule``/``crontab``/``solar``, or the stored JSON. Every beat sees it
+        within its next tick (a second at most)."""
+        stored = dict(schedule) if isinstance(schedule, Mapping) else from_celery(schedule)
+        entry = BeatEntry(
+            name, task, stored, tuple(args), dict(kwargs or {}), dict(options or {}), enabled
+        )
+        self.put(entry)
+        return entry
+
+    def enable(self, name: str) -> BeatEntry:
+        return self.set_enabled(name, True)
+
+    def disable(self, name: str) -> BeatEntry:
+        """Keep the entry (and its last run) but send it no more until enabled."""
+        return self.set_enabled(name, False)
+
+
+def beat_schedule(app: Any = None) -> CeleryBeatSchedule:
+    """The ZooKeeper-held schedule of ``app`` (default: the current app) for its beat name."""
+    state = app_state(app)
+    config = state.config
+    return CeleryBeatSchedule(state.process_client.get(), config.prefix, config.beat_name)
