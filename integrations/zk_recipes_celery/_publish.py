@@ -89,12 +89,8 @@ from zk_recipes import (
 from zk_recipes_celery import _metrics
 from zk_recipes_celery._keys import key_segment
 from zk_recipes_celery._lifecycle import app_state
-from zk_recipes_celery._singleton_run import (
-    SingletonOptions,
-    clear_marker,
-    marker_task_id,
-    options_of,
-)
+from zk_recipes_celery._queued_marker import clear_marker, marker_task_id
+from zk_recipes_celery._singleton_run import SingletonOptions, options_of
 
 log = logging.getLogger("zk_recipes.celery.singleton")
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-import json
 import logging
 import random
 import urllib.parse
@@ -22,11 +21,9 @@ from typing import Any, Literal, get_args
 from celery.exceptions import Retry
 
 from zk_recipes import (
-    BadVersionError,
     ConfigurationError,
     Lock,
     LockTimeout,
-    NoNodeError,
     Owner,
     RecipeUsageError,
     ZkClient,
@@ -37,6 +34,7 @@ from zk_recipes_celery import _metrics
 from zk_recipes_celery._abort import Interrupter, disarm_for_cleanup, pending
 from zk_recipes_celery._keys import KeySpec, key_segment
 from zk_recipes_celery._lifecycle import app_state
+from zk_recipes_celery._queued_marker import QueuedMarker
 
 log = logging.getLogger("zk_recipes.celery.singleton")
 
@@ -202,53 +200,6 @@ def current_singleton() -> SingletonRun:
             "current_singleton() is only available inside the body of a singleton task"
         )
     return run
-
-
-class QueuedMarker:
-    """The queued marker of a run (publish-time deduplication, ``_publish``), cleared once."""
-
-    def __init__(self, client: ZkClient, path: str, task_id: str) -> None:
-        self._client = client
-        self._path = path
-        self._task_id = task_id
-        self._done = False
-
-    def keep(self) -> None:
-        """Leave it: the task is queued again under the same id (a retry)."""
-        self._done = True
-
-    def clear(self) -> None:
-        """Delete it if it still names this task (once; later calls do nothing)."""
-        if not self._done:
-            self._done = True
-            clear_marker(self._client, self._path, self._task_id)
-
-
-def clear_marker(client: ZkClient, path: str, task_id: str) -> None:
-    """Delete the marker at ``path`` if it names ``task_id`` (a get, then a versioned delete)."""
-    try:
-        data, stat = client.get(path)
-        if marker_task_id(data) == task_id:
-            client.delete(path, version=stat.version)
-    except (NoNodeError, BadVersionError):
-        return  # gone, or replaced by a later publish: not ours to delete
-    except ZkRecipesError as exc:
-        log.warning(
-            "the queued marker %s of task %s could not be cleared (%s): publishes of its key "
-            "are deduplicated until it expires",
-            path,
-            task_id,
-            exc,
-        )
-
-
-def marker_task_id(data: bytes) -> str:
-    """The task id a queued marker names ("" when its data is not ours)."""
-    try:
-        found = json.loads(data)["id"]
-    except (ValueError, KeyError, TypeError):
-        return ""
-    return str(found)
 
 
 # -- the guarded run ----------------------------------------------------------

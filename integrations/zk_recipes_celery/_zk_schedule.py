@@ -56,7 +56,7 @@ from zk_recipes import (
     TreeCache,
     ZkRecipesError,
 )
-from zk_recipes.frameworks._beat_schedule import (
+from zk_recipes.frameworks import (
     BeatEntry,
     BeatSchedule,
     LastRun,

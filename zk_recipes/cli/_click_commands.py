@@ -26,6 +26,7 @@ import click
 
 from zk_recipes import DEFAULT_PREFIX
 from zk_recipes.cli._arguments import check_path
+from zk_recipes.cli._click_beat import add_beat_commands
 from zk_recipes.cli._click_discovery import add_discovery_commands
 from zk_recipes.cli._click_shared import (
     CONTEXT,
@@ -170,6 +171,7 @@ def add_click_commands(
         sys.exit(code)
 
     add_discovery_commands(add, config_of)
+    add_beat_commands(group, config_of, decorate)
 
     @add
     @click.argument("path", default="/")

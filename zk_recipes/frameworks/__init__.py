@@ -36,6 +36,10 @@ rest is here, once:
   ``read_settings(extra=...)``) and ``Announcement``: the instance of a
   service this process registers while it serves, in the background, per
   process, unregistered at shutdown (``atexit`` as the fallback).
+- **A beat schedule held in ZooKeeper.** ``BeatSchedule`` (+ ``BeatEntry``,
+  ``LastRun``, ``check_schedule``, ``crontab_schedule``, ``schedule_path``,
+  ``ScheduleError``): the znodes and JSON of the schedule Celery's
+  ``ZkScheduler`` reads, which the ``zk-recipes beat`` commands change.
 - **Status pages.** ``connection_report`` (+ ``server_info``): the client's
   connection as plain data; ``connection_rows`` / ``recipe_rows`` (+
   ``NodeRow``, ``RecipeRow``, ``spaced_hosts``): that report and
@@ -53,6 +57,15 @@ from zk_recipes.frameworks._announcement import (
     SERVICE_SETTING as SERVICE_SETTING,
     Announcement as Announcement,
     ServiceSpec as ServiceSpec,
+)
+from zk_recipes.frameworks._beat_schedule import (
+    BeatEntry as BeatEntry,
+    BeatSchedule as BeatSchedule,
+    LastRun as LastRun,
+    ScheduleError as ScheduleError,
+    check_schedule as check_schedule,
+    crontab_schedule as crontab_schedule,
+    schedule_path as schedule_path,
 )
 from zk_recipes.frameworks._connection_report import (
     connection_report as connection_report,
@@ -103,8 +116,11 @@ __all__ = [
     "SERVICE_SETTING",
     "Announcement",
     "Attach",
+    "BeatEntry",
+    "BeatSchedule",
     "HeldLocks",
     "Holding",
+    "LastRun",
     "LockNameTemplate",
     "LockPlan",
     "LockTarget",
@@ -112,12 +128,15 @@ __all__ = [
     "NodeRow",
     "OnUnavailable",
     "RecipeRow",
+    "ScheduleError",
     "ServiceSpec",
     "bind_arguments",
     "check_on_busy",
     "check_on_unavailable",
+    "check_schedule",
     "connection_report",
     "connection_rows",
+    "crontab_schedule",
     "leader_path",
     "lock_path",
     "locked_call",
@@ -126,6 +145,7 @@ __all__ = [
     "recipe_rows",
     "release_lock_async",
     "require_version",
+    "schedule_path",
     "server_info",
     "spaced_hosts",
     "unknown_parameters",

@@ -48,7 +48,7 @@ APP = textwrap.dedent(
     EXPIRY = float(os.environ.get("PUBLISH_EXPIRY", "60"))
 
 
-    @app.task(name="proj.report", bind=True)
+    @app.task(name="proj.report", bind=True, shared=False)
     @singleton_task(key=["account"], unique_on_publish=True, publish_expiry=EXPIRY)
     def report(self, account, hold=0.5, fail=False):
         record(task="report", event="start", account=account, task_id=self.request.id)
@@ -58,13 +58,13 @@ APP = textwrap.dedent(
         return f"report {account} by {self.request.id}"
 
 
-    @app.task(name="proj.strict", bind=True)
+    @app.task(name="proj.strict", bind=True, shared=False)
     @singleton_task(unique_on_publish=True, raise_on_duplicate=True)
     def strict(self):
         return self.request.id
 
 
-    @app.task(name="proj.retrying", bind=True)
+    @app.task(name="proj.retrying", bind=True, shared=False)
     @singleton_task(unique_on_publish=True)
     def retrying(self):
         record(task="retrying", event="start", retries=self.request.retries)
@@ -77,7 +77,11 @@ APP = textwrap.dedent(
 
 @pytest.fixture
 def proj(project: CeleryProject, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
-    """The app module, imported in this process too (a module name of its own per test)."""
+    """The app module, imported in this process too (a module name of its own per test).
+
+    Its tasks are ``shared=False``: Celery adds a shared task to every app
+    finalized later in the process, and each test imports the module again.
+    """
     name = f"dedup_{os.getpid()}_{time.monotonic_ns()}"
     project.write_app(APP, module=name)
     for key, value in project.subprocess_env().items():

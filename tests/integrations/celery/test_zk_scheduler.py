@@ -20,7 +20,7 @@ from celery import Celery
 
 import zk_recipes_celery as zc
 from zk_recipes import ZkClient
-from zk_recipes.frameworks._beat_schedule import BeatEntry, ScheduleError
+from zk_recipes.frameworks import BeatEntry, ScheduleError
 from zk_recipes.testing import wait_for_children, wait_until
 from zk_recipes_celery import CeleryBeatSchedule, beat_schedule
 from zk_recipes_celery.testing import CeleryProcess, CeleryProject, Record
