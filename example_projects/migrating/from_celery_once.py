@@ -1,0 +1,58 @@
+"""celery-once's README examples, ported to zk-recipes (docs/integrations/migrating.md).
+
+Run by tests/integrations/celery/test_migration_examples.py with a worker:
+``python -c "import from_celery_once as m; m.main()"``.
+"""
+
+# Celery is untyped: its decorators return Any.
+# mypy: disallow-untyped-decorators=False
+
+from __future__ import annotations
+
+import os
+import time
+
+from celery import Celery
+
+from zk_recipes_celery import DuplicateTask, singleton_task
+
+app = Celery("from_once", broker=os.environ["REDIS_URL"], backend=os.environ["REDIS_URL"])
+app.conf.zk_recipes_hosts = os.environ["ZK_HOSTS"]
+app.conf.zk_recipes_namespace = os.environ.get("ZK_NAMESPACE", "")
+
+
+# celery-once: @app.task(base=QueueOnce)  (key: every argument; a duplicate raises AlreadyQueued)
+@app.task
+@singleton_task(
+    key=lambda *args, **kwargs: [args, kwargs], unique_on_publish=True, raise_on_duplicate=True
+)
+def slow_task() -> str:
+    time.sleep(2)
+    return "Done!"
+
+
+# celery-once: @app.task(base=QueueOnce, once={"keys": ["a"], "graceful": True, "timeout": 600})
+@app.task
+@singleton_task(key=["a"], unique_on_publish=True, publish_expiry=600)
+def slow_add(a: int, b: int) -> int:
+    time.sleep(1)
+    return a + b
+
+
+def main() -> None:
+    first = slow_task.delay()
+    try:
+        slow_task.delay()
+    except DuplicateTask as exc:  # celery-once: AlreadyQueued
+        if exc.task_id != first.id:
+            raise AssertionError(f"{exc.task_id} is not the queued task") from exc
+    else:
+        raise AssertionError("a duplicate of slow_task was queued")
+    assert first.get(timeout=30) == "Done!"
+
+    # graceful: no exception; ours hands back the queued task's result (celery-once: None).
+    queued = slow_add.delay(1, 1)
+    again = slow_add.delay(1, 2)  # only "a" is the key: a duplicate
+    assert again.id == queued.id
+    assert again.get(timeout=30) == 2
+    print("celery-once examples: ok")
