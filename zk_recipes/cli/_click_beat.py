@@ -194,40 +194,28 @@ def add_beat_commands(
                 f"{entry.name}  {entry.task}  {_describe(entry.schedule)}  last: {last}{state}"
             )
 
-    def _toggle(ctx: click.Context, name: str, beat_name: str, prefix: str, on: bool) -> None:
-        with connected(config_of, ctx) as (client, _config):
-            try:
-                BeatSchedule(client, prefix, beat_name).set_enabled(name, on)
-            except NoNodeError:
+    def on_entry(action: str, summary: str, change: Callable[[BeatSchedule, str], object]) -> None:
+        """Add the command ``action`` NAME, which applies ``change``; exit 1 without that entry."""
+
+        def run(ctx: click.Context, name: str, beat_name: str, prefix: str) -> None:
+            with connected(config_of, ctx) as (client, _config):
+                try:
+                    found = change(BeatSchedule(client, prefix, beat_name), name)
+                except NoNodeError:
+                    found = False
+            if not found:
                 click.echo(f"no entry {name} in beat {beat_name}", err=True)
                 sys.exit(1)
-        click.echo(f"{'enabled' if on else 'disabled'} {name}")
+            click.echo(f"{action}d {name}")
 
-    @command
-    @click.argument("name")
-    @_where
-    @click.pass_context
-    def enable(ctx: click.Context, name: str, beat_name: str, prefix: str) -> None:
-        """Send the entry NAME again."""
-        _toggle(ctx, name, beat_name, prefix, True)
+        run.__name__ = action
+        run.__doc__ = summary
+        command(click.pass_context(_where(click.argument("name")(run))))
 
-    @command
-    @click.argument("name")
-    @_where
-    @click.pass_context
-    def disable(ctx: click.Context, name: str, beat_name: str, prefix: str) -> None:
-        """Keep the entry NAME (and its last run) but send it no more until enabled."""
-        _toggle(ctx, name, beat_name, prefix, False)
-
-    @command
-    @click.argument("name")
-    @_where
-    @click.pass_context
-    def remove(ctx: click.Context, name: str, beat_name: str, prefix: str) -> None:
-        """Remove the entry NAME and its last run."""
-        with connected(config_of, ctx) as (client, _config):
-            removed = BeatSchedule(client, prefix, beat_name).remove(name)
-        if not removed:
-            click.echo(f"no entry {name} in beat {beat_name}", err=True)
-            sys.exit(1)
-        click.echo(f"removed {name}")
+    on_entry("enable", "Send the entry NAME again.", lambda s, n: s.set_enabled(n, True))
+    on_entry(
+        "disable",
+        "Keep the entry NAME (and its last run) but send it no more until enabled.",
+        lambda s, n: s.set_enabled(n, False),
+    )
+    on_entry("remove", "Remove the entry NAME and its last run.", BeatSchedule.remove)

@@ -79,6 +79,15 @@ def _two_beats(project: CeleryProject, module: str, zk_client: ZkClient) -> list
     return beats
 
 
+def _running(project: CeleryProject, zk_client: ZkClient) -> tuple[str, list[CeleryProcess]]:
+    """A worker and two beats on ZkScheduler, once the static entry has run 3 times."""
+    module = project.write_app(APP)
+    project.start_worker(module)
+    beats = _two_beats(project, module, zk_client)
+    project.wait_records(lambda rs: len(_runs(rs, "static")) >= 3, timeout=20)
+    return module, beats
+
+
 def _never_twice(runs: list[float], what: str) -> None:
     gaps = [b - a for a, b in itertools.pairwise(runs)]
     assert not gaps or min(gaps) > 0.5, f"{what} fired twice for one tick: {gaps}"
@@ -87,10 +96,7 @@ def _never_twice(runs: list[float], what: str) -> None:
 def test_two_beats_share_one_schedule_changed_at_runtime(
     project: CeleryProject, zk_client: ZkClient, schedule: CeleryBeatSchedule
 ) -> None:
-    module = project.write_app(APP)
-    project.start_worker(module)
-    _two_beats(project, module, zk_client)
-    project.wait_records(lambda rs: len(_runs(rs, "static")) >= 3, timeout=20)
+    _running(project, zk_client)
     assert [e.name for e in schedule.entries()] == ["static"]  # imported from beat_schedule
 
     added = time.time()
@@ -121,10 +127,7 @@ def test_two_beats_share_one_schedule_changed_at_runtime(
 def test_kill_9_of_the_leader_beat_fires_no_entry_twice(
     project: CeleryProject, zk_client: ZkClient
 ) -> None:
-    module = project.write_app(APP)
-    project.start_worker(module)
-    beats = _two_beats(project, module, zk_client)
-    project.wait_records(lambda rs: len(_runs(rs, "static")) >= 3, timeout=20)
+    _module, beats = _running(project, zk_client)
     leader = by_pid(beats, leader_pid(zk_client))
     standby = next(b for b in beats if b is not leader)
 
@@ -143,10 +146,7 @@ def test_kill_9_of_the_leader_beat_fires_no_entry_twice(
 def test_last_runs_survive_a_restart_of_both_beats(
     project: CeleryProject, zk_client: ZkClient
 ) -> None:
-    module = project.write_app(APP)
-    project.start_worker(module)
-    beats = _two_beats(project, module, zk_client)
-    project.wait_records(lambda rs: len(_runs(rs, "static")) >= 3, timeout=20)
+    module, beats = _running(project, zk_client)
     for beat in beats:
         beat.stop()
     data, _stat = zk_client.get(f"{SCHEDULE}/runs/static")
