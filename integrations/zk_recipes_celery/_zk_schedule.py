@@ -41,7 +41,6 @@ import dataclasses
 import datetime
 import logging
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -150,7 +149,6 @@ class ZkStoreScheduler(beat.Scheduler):  # type: ignore[misc]
         self._zk_claimed: set[str] = set()
         self._zk_recorded: dict[str, LastRun] = {}  # runs this beat recorded
         self._zk_versions: dict[str, int] = {}  # ... and the versions its writes made
-        self._zk_seen: dict[str, float] = {}  # when entries never run were first seen
         self._zk_was_leader = False
         super().__init__(*args, **kwargs)
 
@@ -203,8 +201,8 @@ class ZkStoreScheduler(beat.Scheduler):  # type: ignore[misc]
             ours = self._zk_recorded.get(name)  # a claim of ours the cache may not show yet
             if ours is not None and (run is None or ours.last_run_at > run.last_run_at):
                 run = ours
-            if run is None:  # never run: its period counts from when this beat first saw it
-                run = LastRun(self._zk_seen.setdefault(name, time.time()), 0)
+            if run is None:  # never run: its period counts from when it was added
+                run = LastRun(node.stat.ctime / 1000.0, 0)
             built[name] = self._entry(entry, run)
         with self._zk_lock:
             self._zk_entries = built

@@ -104,7 +104,7 @@ def test_two_beats_share_one_schedule_changed_at_runtime(
     project.wait_records(lambda rs: len(_runs(rs, "added", added)) >= 3, timeout=15)
     first = _runs(project.read_records(), "added", added)[0]
     print(f"an entry added at runtime first ran {first - added:.2f}s later (period 1s)")
-    assert first - added <= 3.0
+    assert first - added <= 2.2  # its period counts from when it was added: 1 s, then a tick
 
     changed = time.time()
     schedule.add("added", "proj.tick", 1.0, args=["changed"])
