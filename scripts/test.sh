@@ -32,6 +32,10 @@ phase "ruff"
 .venv/bin/ruff format --check .
 phase "mypy --strict"
 .venv/bin/mypy
+phase "docs: mkdocs build --strict"
+site_dir="$(mktemp -d)"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$site_dir/site"
+rm -rf "$site_dir"
 
 # pytest's exit code 5 means it collected no test: a failure here, unless the
 # arguments select tests (-k, -m, ...) and the other run did run some.

@@ -133,9 +133,18 @@ def _without_code(text: str) -> str:
     return re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
 
 
+#: A file included into a page by the docs site (pymdownx.snippets), from the repository root.
+_SNIPPET = re.compile(r'^--8<-- "([^"]+)"$', flags=re.MULTILINE)
+
+
+def _expanded(path: Path) -> str:
+    """The page as the site shows it: each ``--8<-- "file"`` line replaced by that file."""
+    return _SNIPPET.sub(lambda m: (ROOT / m.group(1)).read_text(), path.read_text())
+
+
 def _anchors(path: Path) -> set[str]:
     """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
-    headings = re.findall(r"^#+ (.+)$", _without_code(path.read_text()), flags=re.MULTILINE)
+    headings = re.findall(r"^#+ (.+)$", _without_code(_expanded(path)), flags=re.MULTILINE)
     return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
 
 
@@ -156,6 +165,18 @@ def test_links_between_docs_resolve(doc: Path) -> None:
         elif anchor and target.suffix == ".md" and anchor not in _anchors(target):
             broken.append(f"{link}: no heading #{anchor} in {target.relative_to(ROOT)}")
     assert broken == []
+
+
+def test_files_included_into_pages_exist() -> None:
+    """Code on the site's pages comes from files the tests run: each must be there."""
+    missing = [
+        f"{doc.relative_to(ROOT)}: {name}"
+        for doc in MARKDOWN
+        for name in _SNIPPET.findall(doc.read_text())
+        if not (ROOT / name).is_file()
+    ]
+    assert missing == []
+    assert any(_SNIPPET.search(doc.read_text()) for doc in MARKDOWN)
 
 
 def test_docs_pages_named_in_the_source_exist() -> None:

@@ -24,6 +24,7 @@ from django.utils.html import escape
 
 import zk_recipes
 import zk_recipes_django
+from tests.integrations.browser import headless_chromium
 from zk_recipes import Lock, ZkClient
 from zk_recipes.frameworks import lock_path
 from zk_recipes.testing import free_ports, wait_until
@@ -32,8 +33,6 @@ pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[3]
 SCREENSHOT = ROOT / "docs" / "img" / "django-admin-zookeeper.png"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 #: Owner data is arbitrary: this identifier must come out escaped.
 IDENTIFIER = "nightly <b>report</b> & co"
 PAGE = "admin:zk_recipes_status_changelist"
@@ -158,36 +157,8 @@ def test_the_app_ships_its_migration() -> None:
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Any]:
-    """Headless chromium through Debian's chromedriver (Selenium Manager never runs)."""
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.skip(
-            f"needs Debian's chromium and chromedriver ({CHROMIUM}, {CHROMEDRIVER}): "
-            "scripts/bootstrap.sh installs them"
-        )
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--window-size=1400,900",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-    ):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    driver.implicitly_wait(10)
-    try:
+    with headless_chromium(tmp_path) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.mark.timeout(120)
