@@ -134,12 +134,25 @@ def _without_code(text: str) -> str:
 
 
 #: A file included into a page by the docs site (pymdownx.snippets), from the repository root.
-_SNIPPET = re.compile(r'^--8<-- "([^"]+)"$', flags=re.MULTILINE)
+#: ``--8<-- "path"`` includes a file, ``--8<-- "path:name"`` its section between the lines
+#: ``# --8<-- [start:name]`` and ``# --8<-- [end:name]``.
+_SNIPPET = re.compile(r'^--8<-- "([^":]+)(?::([\w-]+))?"$', flags=re.MULTILINE)
 
 
 def _expanded(path: Path) -> str:
     """The page as the site shows it: each ``--8<-- "file"`` line replaced by that file."""
     return _SNIPPET.sub(lambda m: (ROOT / m.group(1)).read_text(), path.read_text())
+
+
+def _included(name: str, section: str) -> str | None:
+    """What is wrong with an inclusion, or None."""
+    target = ROOT / name
+    if not target.is_file():
+        return "no such file"
+    text = target.read_text()
+    if section and not (f"--8<-- [start:{section}]" in text and f"--8<-- [end:{section}]" in text):
+        return f"no section {section!r} in it"
+    return None
 
 
 def _anchors(path: Path) -> set[str]:
@@ -170,10 +183,10 @@ def test_links_between_docs_resolve(doc: Path) -> None:
 def test_files_included_into_pages_exist() -> None:
     """Code on the site's pages comes from files the tests run: each must be there."""
     missing = [
-        f"{doc.relative_to(ROOT)}: {name}"
+        f"{doc.relative_to(ROOT)}: {name}:{section}: {problem}"
         for doc in MARKDOWN
-        for name in _SNIPPET.findall(doc.read_text())
-        if not (ROOT / name).is_file()
+        for name, section in _SNIPPET.findall(doc.read_text())
+        if (problem := _included(name, section)) is not None
     ]
     assert missing == []
     assert any(_SNIPPET.search(doc.read_text()) for doc in MARKDOWN)

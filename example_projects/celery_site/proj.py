@@ -23,6 +23,7 @@ from celery import Celery
 
 from zk_recipes_celery import current_singleton, leader_only, singleton_task
 
+# --8<-- [start:app]
 app = Celery("proj", broker=os.environ["REDIS_URL"], backend=os.environ["REDIS_URL"])
 app.conf.broker_connection_retry_on_startup = True
 app.conf.zk_recipes_hosts = os.environ["ZK_HOSTS"]
@@ -42,6 +43,7 @@ app.conf.beat_schedule = {
 # standby that takes over does not fire a burst of "overdue" entries):
 #
 #     celery -A proj beat -S zk_recipes_celery.beat:LeaderScheduler
+# --8<-- [end:app]
 
 
 def _log(**fields: Any) -> None:
@@ -58,6 +60,7 @@ def _log(**fields: Any) -> None:
         os.close(fd)
 
 
+# --8<-- [start:tasks]
 @app.task(bind=True)
 # The lock is per account: two accounts sync side by side, a second sync of the
 # same account while one runs is skipped (it would redo the same work) and
@@ -78,3 +81,6 @@ def sync_account(self: Any, account_id: int) -> str:
 @leader_only
 def nightly_report() -> None:
     _log(task="nightly_report", t=time.time())
+
+
+# --8<-- [end:tasks]

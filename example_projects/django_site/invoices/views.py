@@ -24,6 +24,7 @@ from invoices.models import Invoice
 from zk_recipes_django import zk_lock
 
 
+# --8<-- [start:view]
 @csrf_exempt  # an API endpoint for the demo's HTTP client
 @require_POST
 @zk_lock("invoice-{pk}", timeout=0)
@@ -35,3 +36,6 @@ def send_invoice(request: HttpRequest, pk: int) -> HttpResponse:
         sent_count=F("sent_count") + 1, sent_token=token
     )
     return JsonResponse({"invoice": pk, "sent": bool(updated), "fencing_token": token})
+
+
+# --8<-- [end:view]

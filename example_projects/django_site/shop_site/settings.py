@@ -61,6 +61,7 @@ STATIC_URL = "/static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # One alias per ensemble, like DATABASES; every key is in docs/settings.md.
+# --8<-- [start:zk_recipes]
 ZK_RECIPES = {
     "default": {
         "HOSTS": os.environ.get("ZK_HOSTS", "127.0.0.1:2181"),
@@ -69,6 +70,7 @@ ZK_RECIPES = {
         "SESSION_TIMEOUT": 4.0,
     },
 }
+# --8<-- [end:zk_recipes]
 
 # Celery reads these through config_from_object(..., namespace="CELERY"); no
 # CELERY_ZK_RECIPES_HOSTS: the client settings come from ZK_RECIPES["default"].

@@ -22,6 +22,7 @@ from shop.demo_hold import hold_until_told
 from shop.extensions import zk
 
 
+# --8<-- [start:app]
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.config.update(
@@ -49,3 +50,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         click.echo(f"exported the orders (pid {os.getpid()})")
 
     return app
+
+
+# --8<-- [end:app]
