@@ -1,30 +1,51 @@
 #!/usr/bin/env bash
 # The demo: throwaway real ZooKeeper servers and zk-recipes working against them:
-# the client living through faults, then locks, then leader election.
+# the client living through faults, then the recipes, then each framework.
+#
+#   bash scripts/demo.sh            every demo, in order
+#   bash scripts/demo.sh --list     their names
+#   bash scripts/demo.sh NAME...    only those (e.g. bash scripts/demo.sh django celery)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# name|what it shows|the script
+DEMOS=(
+    "client|The client: states, simulated expiry, protected create, guaranteed delete|example_projects/foundation/foundation_demo.py"
+    "locks|Locks: two workers take turns and write to a store that refuses stale tokens|example_projects/recipes/lock_example.py"
+    "leader|Leader election: three schedulers, one leader, failover; a selector's terms|example_projects/recipes/leader_example.py"
+    "caches|Caches: a TreeCache through a cut, catching up with exactly the changes|example_projects/recipes/cache_example.py"
+    "discovery|Service discovery: two hosts, a provider, one host leaving|example_projects/recipes/discovery_example.py"
+    "celery|Celery: a singleton task on two workers, leader-only beat entries on two beats, kill -9 of the leader beat|example_projects/celery_site/celery_demo.py"
+    "cli|The zk-recipes command: a cron job guarded on three hosts, a deploy's migration, a standby taking over|example_projects/cli/cli_demo.py"
+    "django|Django: zklock around migrate on three pods, a locked view, a locked cron command, the admin page, Celery on the same settings|example_projects/django_site/django_demo.py"
+    "flask|Flask: flask zk lock guarding a CLI task on three hosts, a locked view, the status blueprint|example_projects/flask_app/flask_demo.py"
+    "face|A face of your own: a plain WSGI app locked per invoice, on the framework kit alone|example_projects/frameworks/wsgi_face.py"
+)
+
+if [[ "${1:-}" == "--list" ]]; then
+    for demo in "${DEMOS[@]}"; do
+        IFS="|" read -r name what _script <<<"$demo"
+        printf '%-10s %s\n' "$name" "$what"
+    done
+    exit 0
+fi
+for wanted in "$@"; do
+    if ! printf '%s\n' "${DEMOS[@]}" | grep -q "^${wanted}|"; then
+        echo "no demo named '$wanted': bash scripts/demo.sh --list names them" >&2
+        exit 2
+    fi
+done
+
 bash "$ROOT/scripts/bootstrap.sh"
 cd "$ROOT"
-echo "== 1. The client: states, simulated expiry, protected create, guaranteed delete"
-.venv/bin/python example_projects/foundation/foundation_demo.py
-echo
-echo "== 2. Locks: two workers take turns and write to a store that refuses stale tokens"
-.venv/bin/python example_projects/recipes/lock_example.py
-echo
-echo "== 3. Leader election: three schedulers, one leader, failover; a selector's terms"
-.venv/bin/python example_projects/recipes/leader_example.py
-echo
-echo "== 4. Celery: a singleton task on two workers, leader-only beat entries on two beats, kill -9 of the leader beat"
-.venv/bin/python example_projects/celery_site/celery_demo.py
-echo
-echo "== 5. The zk-recipes command: a cron job guarded on three hosts, a deploy's migration, a standby taking over"
-.venv/bin/python example_projects/cli/cli_demo.py
-echo
-echo "== 6. Django: zklock around migrate on three pods, a locked view, a locked cron command, the admin page, Celery on the same settings"
-.venv/bin/python example_projects/django_site/django_demo.py
-echo
-echo "== 7. Flask: flask zk lock guarding a CLI task on three hosts, a locked view, the status blueprint"
-.venv/bin/python example_projects/flask_app/flask_demo.py
-echo
-echo "== 8. A face of your own: a plain WSGI app locked per invoice, on the framework kit alone"
-.venv/bin/python example_projects/frameworks/wsgi_face.py
+number=0
+for demo in "${DEMOS[@]}"; do
+    IFS="|" read -r name what script <<<"$demo"
+    if (($#)) && ! printf '%s\n' "$@" | grep -qx "$name"; then
+        continue
+    fi
+    number=$((number + 1))
+    ((number == 1)) || echo
+    echo "== $number. $what ($name)"
+    .venv/bin/python "$script"
+done
