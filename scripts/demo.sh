@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The demo: throwaway real ZooKeeper servers and zk-recipes working against them:
-# the client living through faults, then the recipes, then each framework.
+# The demo: throwaway real ZooKeeper servers and zk-recipes working against them.
 #
-#   bash scripts/demo.sh            every demo, in order
-#   bash scripts/demo.sh --list     their names
-#   bash scripts/demo.sh NAME...    only those (e.g. bash scripts/demo.sh django celery)
+#   bash scripts/demo.sh            the whole suite through faults in about a minute
+#                                   (example_projects/showcase/showcase.py): a report of
+#                                   claims and their evidence, exit 0 when every one held
+#   bash scripts/demo.sh --list     the focused demos' names
+#   bash scripts/demo.sh NAME...    those focused demos (e.g. bash scripts/demo.sh django celery)
+#   bash scripts/demo.sh all        every focused demo, in order
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
+SHOWCASE="example_projects/showcase/showcase.py"
 # name|what it shows|the script
 DEMOS=(
     "client|The client: states, simulated expiry, protected create, guaranteed delete|example_projects/foundation/foundation_demo.py"
@@ -22,6 +25,15 @@ DEMOS=(
     "face|A face of your own: a plain WSGI app locked per invoice, on the framework kit alone|example_projects/frameworks/wsgi_face.py"
 )
 
+if (($# == 0)); then
+    bash "$ROOT/scripts/bootstrap.sh"
+    cd "$ROOT"
+    echo "== The whole suite through faults: Celery, Django, Flask and the CLI on a 3-node ensemble"
+    exec .venv/bin/python "$SHOWCASE"
+fi
+if [[ "$1" == "all" ]]; then
+    set --
+fi
 if [[ "${1:-}" == "--list" ]]; then
     for demo in "${DEMOS[@]}"; do
         IFS="|" read -r name what _script <<<"$demo"

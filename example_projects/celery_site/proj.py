@@ -66,13 +66,13 @@ def _log(**fields: Any) -> None:
 # same account while one runs is skipped (it would redo the same work) and
 # returns "skipped" instead of the task's result.
 @singleton_task(key=["account_id"], skip_result="skipped")
-def sync_account(self: Any, account_id: int) -> str:
+def sync_account(self: Any, account_id: int, seconds: float = 0.5) -> str:
     # The fencing token grows with every run of this account, cluster-wide. Hand
     # it to whatever you write to, so a store can refuse a write from a run that
     # lost its lock (e.g. a worker frozen past its session timeout).
     token = current_singleton().fencing_token
     start = time.time()
-    time.sleep(0.5)  # the actual sync: calls to the account's API, writes, ...
+    time.sleep(seconds)  # the actual sync: calls to the account's API, writes, ...
     _log(task="sync_account", account=account_id, token=token, start=start, end=time.time())
     return "synced"
 
