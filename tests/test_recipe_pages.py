@@ -1,0 +1,38 @@
+"""Each recipe page's example, as the page shows it, runs against a real server.
+
+The pages include their code from example_projects/recipes/pages/ (the
+``example`` section of each file), so what a reader copies is what runs here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+PAGES = Path(__file__).resolve().parent.parent / "example_projects" / "recipes" / "pages"
+EXAMPLES = sorted(path.stem for path in PAGES.glob("*_page.py"))
+
+
+@pytest.mark.parametrize("module", EXAMPLES)
+def test_the_pages_example_runs(
+    module: str, zk_hosts: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(PAGES))
+    example = importlib.import_module(module)
+    example.main(zk_hosts)
+
+
+def test_every_recipe_page_with_code_includes_a_tested_example() -> None:
+    docs = PAGES.parents[2] / "docs" / "recipes"
+    included = {
+        page.stem
+        for page in docs.glob("*.md")
+        if "example_projects/recipes/pages/" in page.read_text()
+    }
+    assert {name.removesuffix("_page").replace("_", "-") for name in EXAMPLES} <= included
+    for page in docs.glob("*.md"):
+        text = page.read_text()
+        retyped = text.count("```python\nfrom zk_recipes")
+        assert retyped == 0, f"{page.name} retypes an example: include a tested file instead"
