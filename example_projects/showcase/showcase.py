@@ -2,13 +2,13 @@
 
 On a throwaway 3-node ZooKeeper ensemble and a Redis, all on loopback:
 
-- the Celery project of ``example_projects/celery_site`` (``proj.py``): two
-  workers and two beats; ``sync_account`` is a singleton task, the beat's
-  ``nightly_report`` a ``@leader_only`` task sent every second;
+- the Django shop of ``example_projects/django_site`` with its Celery app
+  (``shop_site/celery.py``, configured from Django's settings): two workers
+  and two beats; ``sync_customer`` is a singleton task, the beat's
+  ``nightly_report`` a ``@leader_only`` task, sent every second here;
 - the Flask shop of ``example_projects/flask_app`` under ``flask run``, whose
   ``/zk/health`` is asked every 0.1 s from start to end;
-- the Django shop of ``example_projects/django_site``: three "pods" run
-  ``manage.py zklock migrate -- migrate`` at once;
+- three "pods" of that shop run ``manage.py zklock migrate -- migrate`` at once;
 - the ``zk-recipes`` command: ``lock --no-wait`` twice at once.
 
 Part-way it kills with -9 the worker running a singleton task, the leader
@@ -42,12 +42,13 @@ from zk_recipes.testing import ZooKeeperCluster, free_ports
 from zk_recipes_celery.testing import CeleryProcess, RedisServer
 
 ROOT = Path(__file__).resolve().parents[2]
-CELERY_SITE = ROOT / "example_projects" / "celery_site"
 FLASK_APP = ROOT / "example_projects" / "flask_app"
 DJANGO_SITE = ROOT / "example_projects" / "django_site"
-SESSION_TIMEOUT = 4.0  # proj.py's zk_recipes_session_timeout
-ELECTION = "/celery/beat/proj"
-SINGLETON = "/celery/singleton/proj.sync_account"
+SESSION_TIMEOUT = 4.0  # the shop's ZK_RECIPES["default"]["SESSION_TIMEOUT"]
+NAMESPACE = "/shop"  # ... and its NAMESPACE: the Celery app's nodes are under it too
+ELECTION = "/celery/beat/shop_site"
+SINGLETON = "/celery/singleton/invoices.tasks.sync_customer"
+SYNC = "invoices.tasks.sync_customer"
 
 T0 = time.monotonic()
 
@@ -159,17 +160,23 @@ class Demo:
         self.env = dict(base, DEMO_LOG=str(self.log))
         paths = [str(ROOT), str(ROOT / "integrations"), base.get("PYTHONPATH", "")]
         self.pythonpath = os.pathsep.join(filter(None, paths))
+        #: The Django shop's processes: its settings, its sqlite file, its report every second.
+        self.django_env = dict(
+            self.env,
+            SHOP_DB=str(work / "shop.sqlite3"),
+            SHOP_REPORT_EVERY="1",
+            DJANGO_SETTINGS_MODULE="shop_site.settings",
+            PYTHONPATH=os.pathsep.join([str(DJANGO_SITE), self.pythonpath]),
+        )
 
     def claim(self, held: bool, claim: str, evidence: str) -> None:
         self.claims.append((held, claim, evidence))
 
     # -- processes -----------------------------------------------------------
     def celery(self, name: str, *args: str) -> CeleryProcess:
-        env = dict(self.env, PYTHONPATH=os.pathsep.join([str(CELERY_SITE), self.pythonpath]))
-        argv = [sys.executable, "-m", "celery", "-A", "proj", *args, "-l", "INFO"]
-        process = CeleryProcess(
-            args[0], name, argv, self.work / f"{name}.log", cwd=CELERY_SITE, env=env
-        )
+        argv = [sys.executable, "-m", "celery", "-A", "shop_site", *args, "-l", "INFO"]
+        log = self.work / f"{name}.log"
+        process = CeleryProcess(args[0], name, argv, log, cwd=DJANGO_SITE, env=self.django_env)
         self.processes.append(process)
         return process
 
@@ -206,7 +213,7 @@ def election(zk: ZkClient) -> list[tuple[str, int]]:
 
 
 def singleton_holder(zk: ZkClient) -> tuple[str, int] | None:
-    """The lock node of the running ``sync_account`` and its owner's pid, if one runs."""
+    """The lock node of the running ``sync_customer`` and its owner's pid, if one runs."""
     for recipe in holders(zk, SINGLETON):
         for node in recipe.holders:
             if node.owner.pid is not None:
@@ -226,13 +233,8 @@ def group_of(pid: int, processes: list[CeleryProcess]) -> CeleryProcess | None:
 # -- the steps ----------------------------------------------------------------------
 def deploy(demo: Demo) -> None:
     say("three Django pods run `manage.py zklock migrate -- migrate` at once")
-    env = dict(
-        demo.env,
-        SHOP_DB=str(demo.work / "shop.sqlite3"),
-        DJANGO_SETTINGS_MODULE="shop_site.settings",
-        PYTHONPATH=os.pathsep.join([str(DJANGO_SITE), demo.pythonpath]),
-    )
     argv = [sys.executable, str(DJANGO_SITE / "manage.py"), "zklock", "migrate", "--"]
+    env = demo.django_env
     pods = [demo.popen([*argv, "migrate", "--noinput"], DJANGO_SITE, env) for _ in range(3)]
     migrated = 0
     for pod in pods:
@@ -262,14 +264,15 @@ def cli_no_wait(demo: Demo) -> None:
 
 def singletons(demo: Demo, client: Celery, zk: ZkClient) -> None:
     for burst in ("", ", again"):
-        say(f"12 x sync_account(42) at once on two workers{burst}: one runs, the rest skip")
-        results = [client.send_task("proj.sync_account", args=[42, 0.3]) for _ in range(12)]
+        say(f"12 x sync_customer('acme') at once on two workers{burst}: one runs, the rest skip")
+        results = [client.send_task(SYNC, args=["acme", 0.3]) for _ in range(12)]
         outcomes = [result.get(timeout=60) for result in results]
-        say(f"  {outcomes.count('synced')} ran, {outcomes.count('skipped')} skipped")
+        ran = sum(outcome is not None for outcome in outcomes)
+        say(f"  {ran} ran, {len(outcomes) - ran} skipped")
 
-    say("a long sync_account(7); kill -9 the worker that runs it, mid-task")
-    client.send_task("proj.sync_account", args=[7, 60.0])
-    wait_for(lambda: singleton_holder(zk) is not None, "holder of sync_account(7)", 30)
+    say("a long sync_customer('initech'); kill -9 the worker that runs it, mid-task")
+    client.send_task(SYNC, args=["initech", 60.0])
+    wait_for(lambda: singleton_holder(zk) is not None, "holder of sync_customer('initech')", 30)
     holding = singleton_holder(zk)
     assert holding is not None
     node, pid = holding
@@ -298,7 +301,7 @@ def show_holders(demo: Demo) -> None:
     say("`zk-recipes holders /celery` at this moment:")
     table = subprocess.run(
         [sys.executable, "-m", "zk_recipes", "holders", "/celery"],
-        env=dict(demo.env, ZK_RECIPES_HOSTS=demo.hosts),
+        env=dict(demo.env, ZK_RECIPES_HOSTS=demo.hosts, ZK_RECIPES_NAMESPACE=NAMESPACE),
         capture_output=True,
         text=True,
         timeout=60,
@@ -346,29 +349,32 @@ def ensemble_leader(demo: Demo, cluster: ZooKeeperCluster, client: Celery) -> No
     say(f"kill -9 the ensemble's leader server ({leader!r}); two of three keep the quorum")
     leader.kill()
     cluster.wait_for_quorum(30)
-    say("sync_account(99) after the new election: it runs")
-    result = client.send_task("proj.sync_account", args=[99, 0.1]).get(timeout=60)
+    say("sync_customer('globex') after the new election: it runs")
+    result = client.send_task(SYNC, args=["globex", 0.1]).get(timeout=60)
     demo.claim(
-        result == "synced",
+        isinstance(result, dict) and result.get("customer") == "globex",
         "the ensemble lost its leader and the suite kept working",
         f"a new leader was elected ({cluster.leader()!r}); "
-        f"sync_account(99) then returned {result!r}",
+        f"sync_customer('globex') then ran, fencing token {result['fencing_token']}"
+        if isinstance(result, dict)
+        else f"sync_customer('globex') returned {result!r}",
     )
 
 
 def report_runs(demo: Demo) -> None:
-    runs = read_log(demo.log, "sync_account")
+    runs = read_log(demo.log, "sync_customer")
     overlaps = []
-    for account in {r["account"] for r in runs}:
-        ran = sorted((r for r in runs if r["account"] == account), key=lambda r: r["start"])
+    for customer in {r["customer"] for r in runs}:
+        ran = sorted((r for r in runs if r["customer"] == customer), key=lambda r: r["start"])
         for before, after in itertools.pairwise(ran):
             if after["start"] < before["end"] or after["token"] <= before["token"]:
-                overlaps.append((account, before["token"], after["token"]))
-    tokens = [r["token"] for r in sorted(runs, key=lambda r: r["start"]) if r["account"] == 42]
+                overlaps.append((customer, before["token"], after["token"]))
+    acme = sorted((r for r in runs if r["customer"] == "acme"), key=lambda r: r["start"])
+    tokens = [r["token"] for r in acme]
     demo.claim(
         not overlaps and len(tokens) >= 2,
-        "singleton runs of one account never overlapped",
-        f"{len(runs)} runs; account 42's fencing tokens in run order: {tokens}"
+        "singleton runs of one customer never overlapped",
+        f"{len(runs)} runs; acme's fencing tokens in run order: {tokens}"
         if not overlaps
         else f"overlaps or tokens out of order: {overlaps}",
     )
@@ -432,7 +438,7 @@ def run(demo: Demo, cluster: ZooKeeperCluster) -> None:
     health: Health | None = None
     client = Celery("showcase", broker=demo.redis_url, backend=demo.redis_url)
     try:
-        with ZkClient(demo.hosts, session_timeout=10.0).start() as zk:
+        with ZkClient(demo.hosts, namespace=NAMESPACE, session_timeout=10.0).start() as zk:
             say("two Celery workers, two beats, the Flask app under `flask run`")
             workers = [
                 demo.celery(f"worker-{n}", "worker", "-c", "2", "-n", f"w{n}@%h",
@@ -472,7 +478,7 @@ def run(demo: Demo, cluster: ZooKeeperCluster) -> None:
 
             def describe() -> str:
                 ticks = len(read_log(demo.log, "nightly_report"))
-                runs = len(read_log(demo.log, "sync_account"))
+                runs = len(read_log(demo.log, "sync_customer"))
                 answers = len(health.answers) if health else 0
                 return f"beat ticks {ticks}, singleton runs {runs}, health answers {answers}"
 
