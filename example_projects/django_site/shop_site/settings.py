@@ -19,6 +19,7 @@ USE_TZ = True
 TIME_ZONE = "UTC"
 ROOT_URLCONF = "shop_site.urls"
 WSGI_APPLICATION = "shop_site.wsgi.application"
+# --8<-- [start:installed_apps]
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -29,6 +30,7 @@ INSTALLED_APPS = [
     "zk_recipes_django",
     "invoices",
 ]
+# --8<-- [end:installed_apps]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

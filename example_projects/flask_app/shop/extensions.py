@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+# --8<-- [start:extension]
 from zk_recipes_flask import ZkRecipes
 
 zk = ZkRecipes()
+# --8<-- [end:extension]
