@@ -1,0 +1,90 @@
+"""The examples of docs/client.md, as the page shows them; the test suite runs them.
+
+``python example_projects/recipes/pages/client_page.py`` runs them on a throwaway server.
+"""
+
+from __future__ import annotations
+
+import queue
+
+
+def resync() -> None:
+    """Your code: read again what the watch covers (here: nothing to do)."""
+
+
+def main(hosts: str) -> None:
+    first_steps(hosts)
+    process_client(hosts)
+    transaction(hosts)
+    persistent_watch(hosts)
+
+
+def first_steps(hosts: str) -> None:
+    # --8<-- [start:first_steps]
+    from zk_recipes import CreateMode, ZkClient
+
+    with ZkClient(hosts, namespace="myapp", session_timeout=10) as zk:
+        zk.create("/jobs/nightly", b"", parents=True)
+        node = zk.create(
+            "/workers/w-", mode=CreateMode.EPHEMERAL_SEQUENTIAL, parents=True, protected=True
+        )
+        print(node.path, node.stat.czxid)
+    # --8<-- [end:first_steps]
+
+
+def process_client(hosts: str) -> None:
+    # --8<-- [start:process_client]
+    from zk_recipes import ClientSettings, ProcessClient
+
+    clients = ProcessClient(lambda: ClientSettings(hosts=hosts))
+    clients.start_in_background()  # e.g. in a post-fork hook that must return fast
+    zk = clients.get(timeout=10)  # this process's connected ZkClient, made on first use
+    clients.close()  # at shutdown: our ephemeral nodes go at once
+    # --8<-- [end:process_client]
+    assert zk.session_id
+
+
+def transaction(hosts: str) -> None:
+    from zk_recipes import CreateMode, CreateResult, ZkClient
+
+    with ZkClient(hosts, namespace="txdemo") as client:
+        client.create("/config", b"old", parents=True)
+        for _ in range(7):  # the page's transaction expects /config at version 7
+            client.set("/config", b"old")
+        client.create("/jobs/old", parents=True)
+        # --8<-- [start:transaction]
+        tx = client.transaction()
+        tx.check("/config", version=7)
+        tx.create("/jobs/j-", b"...", mode=CreateMode.PERSISTENT_SEQUENTIAL)
+        tx.set("/config", b"new", version=7)
+        tx.delete("/jobs/old")
+        results = tx.commit()  # all or none; one result per operation
+        created = results[1]  # a CreateResult: .path, .stat
+
+        with client.transaction() as tx:  # or: committed when the block ends
+            tx.set("/config", b"newer")
+        # --8<-- [end:transaction]
+        assert isinstance(created, CreateResult)
+        assert created.path.startswith("/jobs/j-")
+        client.delete("/jobs", recursive=True)
+        client.delete("/config")
+
+
+def persistent_watch(hosts: str) -> None:
+    from zk_recipes import WatchEvent, ZkClient
+
+    with ZkClient(hosts, namespace="myapp") as client:
+        # --8<-- [start:persistent_watch]
+        events: queue.SimpleQueue[WatchEvent] = queue.SimpleQueue()
+        watch = client.add_watch("/config", events.put, on_established=lambda w: resync())
+        ...
+        watch.remove()
+        # --8<-- [end:persistent_watch]
+
+
+if __name__ == "__main__":
+    from zk_recipes.testing import ZooKeeperServer
+
+    with ZooKeeperServer() as server:
+        main(server.connect_string)
+    print("client: ok")
