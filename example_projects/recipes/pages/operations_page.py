@@ -1,0 +1,131 @@
+"""The examples of docs/operations.md, docs/retry.md and docs/cli.md; the test suite runs them.
+
+``python example_projects/recipes/pages/operations_page.py`` runs them on a throwaway server.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def read_config() -> bytes:
+    """Your code: a read that may meet a transient ZooKeeper error (here: it does not)."""
+    return b"{}"
+
+
+def main(hosts: str) -> None:
+    path_templates()
+    registries()
+    reading_holders(hosts)
+    layouts()
+    retry_call()
+    retry_policies(hosts)
+    run_a_command_locked(hosts)
+
+
+def path_templates() -> None:
+    # --8<-- [start:path_templates]
+    from zk_recipes import metrics
+
+    metrics.path_template("/jobs/{job}/lock", name="job-lock")  # label "job-lock"
+    metrics.path_template("/tenants/*/quota")  # label "/tenants/*/quota"
+    metrics.path_template("/reports/**", name="reports")  # /reports and all below
+    # --8<-- [end:path_templates]
+    assert "/jobs/{job}/lock" in metrics.path_templates()
+
+
+def registries() -> None:
+    from zk_recipes import metrics
+
+    before = metrics.registry()
+    # --8<-- [start:registries]
+    import prometheus_client
+
+    from zk_recipes import metrics
+
+    registry = prometheus_client.CollectorRegistry()
+    metrics.enable(registry)  # record there from now on
+    metrics.registry()  # the registry recorded into (None when disabled)
+    metrics.disable()  # stop recording: recipes skip every metric
+    metrics.enable()  # back to prometheus_client.REGISTRY
+    metrics.is_enabled()
+    # --8<-- [end:registries]
+    if before is None:
+        metrics.disable()
+    else:
+        metrics.enable(before)
+
+
+def reading_holders(hosts: str) -> None:
+    # --8<-- [start:holders]
+    from zk_recipes import ZkClient, holders, holders_table
+
+    with ZkClient(hosts, namespace="myapp").start() as client:
+        report = holders(client, "/")  # list[RecipeHolders], sorted by path
+        print(holders_table(report))  # for people
+        json.dumps([r.as_dict() for r in report])  # for programs
+    # --8<-- [end:holders]
+
+
+def layouts() -> None:
+    # --8<-- [start:layouts]
+    from zk_recipes import Owner, RecipeLayout, register_layout
+
+    register_layout(RecipeLayout("job lock", base="lock", path="jobs/*/lock"))
+    register_layout(
+        RecipeLayout(
+            "cron leader",
+            base="leader latch",  # "lock", "read-write lock", "semaphore" or "leader latch"
+            path="cron/*",  # the directory's last segments; * is any one segment
+            owner_of_data=lambda data: Owner(host=data),  # for node data that is not owner JSON
+        )
+    )
+    # --8<-- [end:layouts]
+
+
+def retry_call() -> None:
+    # --8<-- [start:retry_call]
+    import time
+
+    from zk_recipes import ExponentialBackoffRetry, retry
+
+    policy = ExponentialBackoffRetry(0.1, 5, max_sleep=2.0)
+    data = retry(policy, lambda: read_config(), deadline=time.monotonic() + 10.0)
+    # --8<-- [end:retry_call]
+    assert data == b"{}"
+
+
+def retry_policies(hosts: str) -> None:
+    # --8<-- [start:retry_policies]
+    from zk_recipes import BoundedExponentialBackoffRetry, PlateauRetry, ZkClient
+
+    # A web request: fail fast, never wait more than a second between tries.
+    client = ZkClient(hosts, retry_policy=BoundedExponentialBackoffRetry(0.05, 1.0, 4))
+
+    # A long-running worker holding locks or leadership: ride out any outage.
+    client = ZkClient(hosts, retry_policy=PlateauRetry(0.1, 6, 5.0, 15.0))
+    # --8<-- [end:retry_policies]
+    client.close()
+
+
+def run_a_command_locked(hosts: str) -> None:
+    # --8<-- [start:run_locked]
+    from zk_recipes import ZkClient
+    from zk_recipes.cli import ExitCode, run_locked
+
+    migrate = [sys.executable, "-c", "print('migrated')"]  # ["./manage.py", "migrate"]
+    with ZkClient(hosts, namespace="myapp") as client:
+        code = run_locked(client, "db-migrate", migrate, timeout=600)
+        if code == ExitCode.TIMED_OUT:
+            ...
+    # --8<-- [end:run_locked]
+    assert code == 0
+
+
+if __name__ == "__main__":
+    from zk_recipes.testing import ZooKeeperServer
+
+    with ZooKeeperServer() as server:
+        main(server.connect_string)
+    print("operations: ok")
