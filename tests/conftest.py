@@ -8,7 +8,9 @@ import pytest
 
 from zk_recipes import metrics
 
+# --8<-- [start:plugin]
 pytest_plugins = ["zk_recipes.testing.pytest_plugin"]
+# --8<-- [end:plugin]
 # Celery's fixtures only where Celery is installed: the core suite runs without it.
 # (pytest takes plugins from the top-level conftest only, hence here, not in
 # tests/integrations/celery/.)
