@@ -96,6 +96,3 @@ class DelayQueue(DistributedQueue[T]):
         ready = [name for name in names if due_of(name) <= now]
         later = [due_of(name) for name in names if due_of(name) > now]
         return ready, (min(later) - now) / 1000.0 if later else None
-
-    def __repr__(self) -> str:
-        return f"<DelayQueue {self.path}>"

@@ -52,7 +52,6 @@ import contextlib
 import logging
 import threading
 import time
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar, overload
 
@@ -85,8 +84,6 @@ log = logging.getLogger("zk_recipes.queue")
 T = TypeVar("T")
 _Q = TypeVar("_Q", bound="DistributedQueue[Any]")
 Consumer = Callable[[T, ItemContext], object]
-#: The queues open in this process, for status pages (``DistributedQueue.report``).
-_open: weakref.WeakSet[DistributedQueue[Any]] = weakref.WeakSet()
 #: How many ``queue-<seq10>`` names fit a 1 MB getChildren reply (4 bytes of length each).
 _JAVA_LIST_LIMIT = (1024 * 1024 - 1) // (4 + len(PREFIX) + 10)
 _WARN_CHILDREN = _JAVA_LIST_LIMIT * 8 // 10
@@ -167,8 +164,7 @@ class DistributedQueue(Generic[T]):
         if self.lock_path is not None:
             self._make_dir(self.lock_path)
         self.client.add_listener(self._on_state)
-        _open.add(self)
-        _metrics.queues.add(self)
+        _metrics.queues.add(self)  # the length gauge, and report()
         if self._taker is not None:
             self._thread = threading.Thread(
                 target=self._consume_loop, name=f"zk-recipes queue {self.path}", daemon=True
@@ -184,7 +180,6 @@ class DistributedQueue(Generic[T]):
         """Stop consuming: the item in progress is finished first (up to ``timeout``)."""
         self._stop.set()
         self._wake.set()
-        _open.discard(self)
         _metrics.queues.discard(self)
         self.client.remove_listener(self._on_state)
         thread = self._thread
@@ -312,7 +307,8 @@ class DistributedQueue(Generic[T]):
         a queue that cannot be read says so).
         """
         found = []
-        for queue in sorted(list(_open), key=lambda q: q.path):
+        opened = [q for q in list(_metrics.queues) if isinstance(q, DistributedQueue)]
+        for queue in sorted(opened, key=lambda q: q.path):
             if queue.client is not client:
                 continue
             entry: dict[str, Any] = {"path": queue.path, "consuming": queue._taker is not None}
@@ -376,8 +372,8 @@ class DistributedQueue(Generic[T]):
                 pause = due_in if pause is None else min(pause, due_in)
             self._wake.wait(pause)
 
-    def __repr__(self) -> str:
-        return f"<DistributedQueue {self.path}>"
+    def __repr__(self) -> str:  # the priority, delay and id queues' too
+        return f"<{type(self).__name__} {self.path}>"
 
 
 def _path_of(result: object) -> str | None:

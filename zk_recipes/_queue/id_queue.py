@@ -92,6 +92,3 @@ class IdQueue(DistributedQueue[T]):
 
     def _order(self, names: list[str]) -> list[str]:
         return sorted(names, key=lambda name: name[-10:])
-
-    def __repr__(self) -> str:
-        return f"<IdQueue {self.path}>"

@@ -71,6 +71,3 @@ class PriorityQueue(DistributedQueue[T]):
     ) -> str:
         """Put ``items`` as one node at ``priority``."""
         return self._put_node(items, priority_prefix(priority), timeout)
-
-    def __repr__(self) -> str:
-        return f"<PriorityQueue {self.path}>"

@@ -213,9 +213,6 @@ class Taker:
             for value in values:
                 consumer(value, context)
         except Exception:
-            _metrics.observe(
-                "zk_recipes_queue_consumer_seconds", time.monotonic() - began, queue=self.path
-            )
             log.exception(
                 "the consumer of %s raised on %s: %s",
                 self.path,
@@ -223,9 +220,9 @@ class Taker:
                 "put back in the queue" if requeue else "the item is gone (no lock path)",
             )
             return False
-        _metrics.observe(
-            "zk_recipes_queue_consumer_seconds", time.monotonic() - began, queue=self.path
-        )
+        finally:  # returned or raised: the time it took
+            elapsed = time.monotonic() - began
+            _metrics.observe("zk_recipes_queue_consumer_seconds", elapsed, queue=self.path)
         _metrics.count("zk_recipes_queue_items_consumed_total", queue=self.path)
         return True
 
