@@ -98,14 +98,20 @@ def decide(scheduler: Any, entry: Any, election: BeatElection, due: Any) -> Any:
     return due
 
 
-def decided_role(scheduler: Any, entry: Any) -> BeatRole | None:
-    """The role ``decide`` chose for ``entry`` (taken: it serves one apply), or None."""
+def pending_role(scheduler: Any, entry: Any) -> BeatRole | None:
+    """The role ``decide`` chose for ``entry``, left for its apply; None if none was."""
     decision = scheduler.__dict__.get("_zk_decision")
-    scheduler._zk_decision = None
     if decision is not None and decision[0] == entry.name:
         role: BeatRole = decision[1]
         return role
     return None
+
+
+def decided_role(scheduler: Any, entry: Any) -> BeatRole | None:
+    """The role ``decide`` chose for ``entry`` (taken: it serves one apply), or None."""
+    role = pending_role(scheduler, entry)
+    scheduler._zk_decision = None
+    return role
 
 
 def _gated_by_us(scheduler: Any, entry: Any) -> bool:

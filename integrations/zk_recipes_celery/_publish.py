@@ -163,32 +163,7 @@ def publish_once(
     new_id = task_id or str(uuid.uuid4())
     try:
         client = app_state(task.app).process_client.get()
-        for _attempt in range(_ATTEMPTS):
-            try:
-                version = _create(client, path, task.name, new_id, options.publish_expiry)
-            except NodeExistsError:
-                queued = _queued(client, path, options.publish_expiry)
-                if queued is None:
-                    continue  # cleared or expired meanwhile: try to make it ours
-                if queued == new_id:
-                    return send(task_id=new_id)  # a retry of the task the marker names
-                if not queued:
-                    log.warning("the queued marker %s is not ours: not deduplicated", path)
-                    return send(task_id=new_id)
-                _metrics.count("publish_deduplicated", task=task.name)
-                if options.raise_on_duplicate:
-                    raise DuplicateTask(
-                        f"{task.name}: a task of this key is already queued or running "
-                        f"(task id {queued}, marker {path})",
-                        queued,
-                    ) from None
-                return task.AsyncResult(queued)
-            return _send_or_undo(client, path, version, new_id, send)
-        raise NodeExistsError(f"the queued marker {path} kept changing; not deduplicated", path)
-    except (DuplicateTask, _SendFailed) as exc:
-        if isinstance(exc, _SendFailed):
-            raise exc.cause from None
-        raise
+        marked = _mark(client, path, task.name, new_id, options.publish_expiry)
     except ZkRecipesError as exc:
         _metrics.count("publish_unmarked", task=task.name)
         log.warning(
@@ -198,14 +173,34 @@ def publish_once(
             exc,
         )
         return send(task_id=new_id)
+    if isinstance(marked, int):  # our marker, at this version
+        return _send_or_undo(client, path, marked, new_id, send)
+    if marked == new_id:
+        return send(task_id=new_id)  # a retry of the task the marker names
+    if not marked:
+        log.warning("the queued marker %s is not ours: not deduplicated", path)
+        return send(task_id=new_id)
+    _metrics.count("publish_deduplicated", task=task.name)
+    if options.raise_on_duplicate:
+        raise DuplicateTask(
+            f"{task.name}: a task of this key is already queued or running "
+            f"(task id {marked}, marker {path})",
+            marked,
+        )
+    return task.AsyncResult(marked)
 
 
-class _SendFailed(Exception):
-    """The broker refused the message (its error is ``cause``): not ZooKeeper's fault."""
-
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
+def _mark(client: ZkClient, path: str, task: str, task_id: str, expiry: float) -> int | str:
+    """Our new marker's version, or the task id the marker already there names ("": not ours)."""
+    for _attempt in range(_ATTEMPTS):
+        try:
+            return _create(client, path, task, task_id, expiry)
+        except NodeExistsError:
+            queued = _queued(client, path, expiry)
+            if queued is not None:
+                return queued
+            # cleared or expired meanwhile: try to make it ours
+    raise NodeExistsError(f"the queued marker {path} kept changing; not deduplicated", path)
 
 
 def _send_or_undo(
@@ -213,12 +208,12 @@ def _send_or_undo(
 ) -> Any:
     try:
         return send(task_id=task_id)
-    except Exception as exc:
+    except Exception:
         try:  # nothing was queued: the marker must not stop the next publish
             client.delete(path, version=version)
         except ZkRecipesError:
             log.warning("the queued marker %s of an unsent task stays until it expires", path)
-        raise _SendFailed(exc) from exc
+        raise
 
 
 def _create(client: ZkClient, path: str, task: str, task_id: str, expiry: float) -> int:

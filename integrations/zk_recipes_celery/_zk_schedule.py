@@ -64,6 +64,7 @@ from zk_recipes.frameworks import (
     schedule_path,
 )
 from zk_recipes_celery._beat_election import BeatRole
+from zk_recipes_celery._beat_gate import pending_role
 from zk_recipes_celery._lifecycle import app_state
 
 log = logging.getLogger("zk_recipes.celery.beat")
@@ -143,12 +144,11 @@ class ZkStoreScheduler(beat.Scheduler):  # type: ignore[misc]
     max_interval = 1.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._zk_lock = threading.Lock()
         self._zk_changed = threading.Event()
         self._zk_entries: dict[str, beat.ScheduleEntry] = {}
         self._zk_claimed: set[str] = set()
-        self._zk_recorded: dict[str, LastRun] = {}  # runs this beat recorded
-        self._zk_versions: dict[str, int] = {}  # ... and the versions its writes made
+        #: Runs this beat recorded, and the version its write made (the cache may lag).
+        self._zk_recorded: dict[str, tuple[LastRun, int]] = {}
         self._zk_was_leader = False
         super().__init__(*args, **kwargs)
 
@@ -199,13 +199,12 @@ class ZkStoreScheduler(beat.Scheduler):  # type: ignore[misc]
             run_node = nodes.get(f"{store.runs_path}/{name}")
             run = LastRun.from_bytes(run_node.data or b"") if run_node is not None else None
             ours = self._zk_recorded.get(name)  # a claim of ours the cache may not show yet
-            if ours is not None and (run is None or ours.last_run_at > run.last_run_at):
-                run = ours
+            if ours is not None and (run is None or ours[0].last_run_at > run.last_run_at):
+                run = ours[0]
             if run is None:  # never run: its period counts from when it was added
                 run = LastRun(node.stat.ctime / 1000.0, 0)
             built[name] = self._entry(entry, run)
-        with self._zk_lock:
-            self._zk_entries = built
+        self._zk_entries = built
 
     def _entry(self, entry: BeatEntry, run: LastRun) -> beat.ScheduleEntry:
         return self.Entry(
@@ -237,9 +236,7 @@ class ZkStoreScheduler(beat.Scheduler):  # type: ignore[misc]
 
     # -- a due entry -----------------------------------------------------------------
     def reserve(self, entry: beat.ScheduleEntry) -> beat.ScheduleEntry:
-        role = getattr(self, "_zk_decision", None)
-        decided = role[1] if role is not None and role[0] == entry.name else None
-        if decided is not BeatRole.LEADER:
+        if pending_role(self, entry) is not BeatRole.LEADER:
             return entry  # a standby advances nothing: the leader's runs are the truth
         new_entry = next(entry)
         if self._claim(new_entry):
@@ -258,18 +255,19 @@ class ZkStoreScheduler(beat.Scheduler):  # type: ignore[misc]
         try:
             # The version of the last run: the cache's, or our own write's when the cache
             # has not shown it yet (a run recorded a moment ago).
-            known = self._zk_versions.get(entry.name, -1)
+            recorded = self._zk_recorded.get(entry.name)
+            known = recorded[1] if recorded is not None else -1
             version = max(node.stat.version, known) if node is not None else known
             if version < 0:
-                made = client.create(path, run.to_bytes(), parents=True)
-                self._zk_versions[entry.name] = made.stat.version
+                written = client.create(path, run.to_bytes(), parents=True).stat
             else:
-                stat = client.set(path, run.to_bytes(), version=version)
-                self._zk_versions[entry.name] = stat.version
-            self._zk_recorded[entry.name] = run
+                written = client.set(path, run.to_bytes(), version=version)
+            self._zk_recorded[entry.name] = (run, written.version)
             return True
         except (NodeExistsError, BadVersionError, NoNodeError):
-            self._zk_versions.pop(entry.name, None)  # the cache's version from now on
+            recorded = self._zk_recorded.get(entry.name)
+            if recorded is not None:  # the cache's version from now on
+                self._zk_recorded[entry.name] = (recorded[0], -1)
             log.info("beat: %s was recorded by another beat first: not sent here", entry.name)
             self._zk_changed.set()
             return False
