@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from zk_recipes import SETTINGS, Setting, Spelling, read_settings
+from zk_recipes import SETTINGS, Setting, Spelling
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_DOC = ROOT / "docs" / "settings.md"
@@ -107,26 +107,10 @@ def test_every_setting_is_described_once() -> None:
     for setting in SETTINGS:
         rows = re.findall(rf"^\| `{setting.name}` \|", text, flags=re.MULTILINE)
         assert len(rows) == 1, f"{setting.name}: one row in docs/settings.md"
-    # Each plain-data form has its section, with an example.
+    # Each plain-data form has its section, with an example
+    # (example_projects/recipes/pages/settings_page.py reads them all).
     for heading in ("Retry policies as data", "TLS as data", "Auth, SASL and ACLs as data"):
         assert f"## {heading}\n" in text, heading
-
-
-def test_the_plain_data_examples_read() -> None:
-    """Every retry dict and TLS switch the page shows is one the reader takes."""
-    section = _section(SETTINGS_DOC.read_text(), "Retry policies as data")
-    examples = re.findall(r"^(\{.*\})", section, flags=re.MULTILINE)
-    assert len(examples) == 8
-    for example in examples:
-        source = {"ZK_RECIPES_HOSTS": "zk1", "ZK_RECIPES_RETRY": example.split("  #")[0]}
-        assert read_settings(source, Spelling.ENV).given == {"hosts", "retry"}, example
-
-
-def _section(text: str, heading: str) -> str:
-    """The text under ``## heading``, up to the next ``## ``."""
-    start = text.index(f"## {heading}\n")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end != -1 else len(text)]
 
 
 def _without_code(text: str) -> str:

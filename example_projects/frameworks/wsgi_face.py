@@ -66,6 +66,7 @@ class ZkFace:
             "current_lock(): no lock is held here; call it inside a view decorated with @locked",
         )
 
+    # --8<-- [start:decorator]
     def locked(
         self, name: str, *, timeout: float | None = 0.0, on_busy: int = 423
     ) -> Callable[[Callable[..., Answer]], Callable[..., Answer]]:
@@ -101,6 +102,7 @@ class ZkFace:
             identifier=identifier,
             timeout=timeout,
         )
+        # --8<-- [end:decorator]
 
     def status(self) -> dict[str, Any]:
         """The connection and every recipe under the namespace, as the status pages show them."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import importlib
 import logging
 import shutil
 import socket
@@ -18,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,6 +57,15 @@ def _ephemerals(client: ZkClient, path: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- digest + ACL
+
+
+PAGES = Path(__file__).resolve().parents[2] / "example_projects" / "recipes" / "pages"
+
+
+def _security_page(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """docs/security.md's examples (example_projects/recipes/pages/security_page.py)."""
+    monkeypatch.syspath_prepend(str(PAGES))
+    return importlib.import_module("security_page")
 
 
 def test_stranger_cannot_delete_or_overwrite_a_held_lock_node(
@@ -157,6 +168,14 @@ def test_sasl_digest_md5_client_uses_a_lock_others_cannot_touch(
     # SASL keeps kazoo's queue (auth packets are ordered there): no caller writes.
     assert app._conn is not None
     assert app._conn.direct_sends == (0, 0)
+
+
+def test_the_sasl_example_of_the_page_runs(
+    sasl_server: ZooKeeperServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _security_page(monkeypatch).sasl(sasl_server.connect_string)
+    with ZkClient(sasl_server.connect_string, sasl=SASL_APP) as app:
+        assert _ephemerals(app, "/") == []
 
 
 def test_sasl_with_a_wrong_password_fails_at_start_with_a_clear_error(
@@ -280,6 +299,14 @@ def test_a_lock_works_over_tls(tls: TlsSetup, zk_client_factory: ClientFactory) 
     for client in (first, second):
         assert client._conn is not None
         assert client._conn.direct_sends == (0, 0)
+
+
+def test_the_tls_example_of_the_page_runs(tls: TlsSetup, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = tls.directory
+    page = _security_page(monkeypatch)
+    page.tls(tls.secure_hosts, str(d / "ca.pem"), str(d / "client.pem"), str(d / "client.key"))
+    with ZkClient(tls.secure_hosts, tls=tls.options()) as client:
+        assert _ephemerals(client, "/") == []
 
 
 # kazoo 2.11 does not close the TLS socket when the handshake fails

@@ -22,6 +22,9 @@ def main(hosts: str) -> None:
     retry_call()
     retry_policies(hosts)
     run_a_command_locked(hosts)
+    metrics_endpoint(hosts)
+    logging_behind_a_queue()
+    json_logs()
 
 
 def path_templates() -> None:
@@ -121,6 +124,102 @@ def run_a_command_locked(hosts: str) -> None:
             ...
     # --8<-- [end:run_locked]
     assert code == 0
+
+
+def metrics_endpoint(hosts: str) -> None:
+    """A scrape of the example's endpoint shows the client's gauges."""
+    import urllib.request
+
+    from zk_recipes import ZkClient, metrics
+
+    before = metrics.registry()
+    metrics.enable()
+    port = _free_port()  # 9100 on the page
+    try:
+        # --8<-- [start:metrics_http]
+        import prometheus_client
+
+        server, thread = prometheus_client.start_http_server(port)  # /metrics on port 9100
+        # --8<-- [end:metrics_http]
+        with ZkClient(hosts, namespace="myapp"):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics") as answer:
+                assert b"zk_recipes_" in answer.read()
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    finally:
+        if before is None:
+            metrics.disable()
+        else:
+            metrics.enable(before)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def logging_behind_a_queue() -> None:
+    """A record logged behind the queue reaches the (here: in-memory) stream."""
+    import io
+    import logging
+
+    stream = io.StringIO()  # on the page: stderr, piped to a log shipper
+    root = logging.getLogger()
+    handlers = list(root.handlers)
+    # --8<-- [start:log_queue]
+    import logging.handlers
+    import queue
+
+    records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
+    shipper = logging.StreamHandler(stream)  # the stream that may block
+    listener = logging.handlers.QueueListener(records, shipper)
+    logging.getLogger().addHandler(logging.handlers.QueueHandler(records))
+    listener.start()  # and listener.stop() at exit
+    # --8<-- [end:log_queue]
+    try:
+        logging.getLogger("zk_recipes.example").warning("written by the listener's thread")
+    finally:
+        listener.stop()  # writes what is queued, then returns
+        root.handlers[:] = handlers
+    assert "written by the listener's thread" in stream.getvalue()
+
+
+def json_logs() -> None:
+    """A ``lock.lost`` record, as the lock logs it, comes out as one JSON object."""
+    # --8<-- [start:json_formatter]
+    import json
+    import logging
+
+    class ZkJsonFormatter(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            doc = {
+                "time": self.formatTime(record),
+                "level": record.levelname,
+                "logger": record.name,
+                "message": record.getMessage(),
+            }
+            doc.update({k: v for k, v in vars(record).items() if k.startswith("zk_")})
+            return json.dumps(doc)
+
+    # --8<-- [end:json_formatter]
+
+    record = logging.getLogger("zk_recipes.lock").makeRecord(
+        "zk_recipes.lock",
+        logging.WARNING,
+        __file__,
+        1,
+        "Lock %s LOST with session %s",
+        ("/jobs/42/lock", "0x1000a2b3c4d0005"),
+        None,
+        extra={"zk_event": "lock.lost", "zk_recipe": "Lock", "zk_token": 4294967321},
+    )
+    doc = json.loads(ZkJsonFormatter().format(record))
+    assert doc["zk_event"] == "lock.lost"
+    assert doc["message"] == "Lock /jobs/42/lock LOST with session 0x1000a2b3c4d0005"
 
 
 if __name__ == "__main__":
