@@ -120,7 +120,7 @@ def _without_code(text: str) -> str:
 #: A file included into a page by the docs site (pymdownx.snippets), from the repository root.
 #: ``--8<-- "path"`` includes a file, ``--8<-- "path:name"`` its section between the lines
 #: ``# --8<-- [start:name]`` and ``# --8<-- [end:name]``.
-_SNIPPET = re.compile(r'^--8<-- "([^":]+)(?::([\w-]+))?"$', flags=re.MULTILINE)
+_SNIPPET = re.compile(r'^[ \t]*--8<-- "([^":]+)(?::([\w-]+))?"$', flags=re.MULTILINE)
 
 
 def _expanded(path: Path) -> str:

@@ -18,14 +18,16 @@ from celery import shared_task
 from zk_recipes_celery import current_singleton, leader_only, singleton_task
 
 
+# --8<-- [start:sync_customer]
 @shared_task
-@singleton_task(key=["customer"])
+@singleton_task(key=["customer"])  # one sync per customer at a time
 def sync_customer(customer: str, seconds: float = 0.0) -> dict[str, Any]:
     run = current_singleton()
     start = time.time()
     time.sleep(seconds)  # the actual sync: the customer's API, writes, ...
     _log(task="sync_customer", customer=customer, token=run.fencing_token, start=start)
     return {"customer": customer, "lock": run.key_path, "fencing_token": run.fencing_token}
+    # --8<-- [end:sync_customer]
 
 
 # Sent by the beat schedule (settings.CELERY_BEAT_SCHEDULE): with `celery beat` on two

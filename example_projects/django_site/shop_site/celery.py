@@ -10,6 +10,7 @@ Celery's own nodes stay under its prefix, ``/celery``.
 
 from __future__ import annotations
 
+# --8<-- [start:app]
 import os
 
 from celery import Celery
@@ -19,3 +20,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "shop_site.settings")
 app = Celery("shop_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# --8<-- [end:app]

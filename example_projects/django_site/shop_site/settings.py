@@ -74,11 +74,14 @@ ZK_RECIPES = {
 }
 # --8<-- [end:zk_recipes]
 
+# --8<-- [start:celery]
 # Celery reads these through config_from_object(..., namespace="CELERY"); no
 # CELERY_ZK_RECIPES_HOSTS: the client settings come from ZK_RECIPES["default"].
 CELERY_BROKER_URL = os.environ.get("REDIS_URL", "memory://")
 CELERY_RESULT_BACKEND = os.environ.get("REDIS_URL")  # results, when there is a broker
 CELERY_TASK_ALWAYS_EAGER = os.environ.get("REDIS_URL") is None
+# CELERY_ZK_RECIPES_DJANGO_ALIAS = "jobs"  # another alias of ZK_RECIPES for Celery
+# --8<-- [end:celery]
 # The report once a day (SHOP_REPORT_EVERY seconds: the demo makes it every second).
 # Run `celery -A shop_site beat` on two hosts: the task is @leader_only, one sends it.
 CELERY_BEAT_SCHEDULE = {

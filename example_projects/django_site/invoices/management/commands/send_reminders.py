@@ -10,8 +10,12 @@ reminders are not done until that file exists (a minute at most), so
 still holds the lock, however slow the machine. Cron leaves it unset.
 """
 
+# Django is untyped here: its classes are Any.
+# mypy: disallow-subclassing-any=False
+
 from __future__ import annotations
 
+# --8<-- [start:command]
 from typing import Any
 
 from django.core.management.base import BaseCommand
@@ -21,11 +25,14 @@ from invoices.models import Invoice
 from zk_recipes_django import LockedCommandMixin
 
 
-class Command(LockedCommandMixin, BaseCommand):  # type: ignore[misc]
+class Command(LockedCommandMixin, BaseCommand):
     help = "Remind every customer of their unpaid invoices (one host at a time)."
-    lock_name = "send-reminders"
+    lock_name = "send-reminders"  # default: the command's name
+    lock_timeout = None  # default: wait as long as it takes (cron passes --no-wait)
+    lock_alias = "default"
 
     def handle(self, *args: Any, **options: Any) -> None:
         customers = Invoice.objects.count()
         hold_until_told()  # the reminders go out (in the demo: until it says they are done)
         self.stdout.write(f"reminded {customers} customers")
+        # --8<-- [end:command]
