@@ -21,6 +21,7 @@ app.conf.zk_recipes_hosts = os.environ["ZK_HOSTS"]
 app.conf.zk_recipes_namespace = os.environ.get("ZK_NAMESPACE", "")
 
 
+# --8<-- [start:tasks]
 # celery-once: @app.task(base=QueueOnce)  (key: every argument; a duplicate raises AlreadyQueued)
 @app.task
 @singleton_task(
@@ -39,6 +40,10 @@ def slow_add(a: int, b: int) -> int:
     return a + b
 
 
+# --8<-- [end:tasks]
+
+
+# --8<-- [start:main]
 def main() -> None:
     first = slow_task.delay()
     try:
@@ -55,4 +60,5 @@ def main() -> None:
     again = slow_add.delay(1, 2)  # only "a" is the key: a duplicate
     assert again.id == queued.id
     assert again.get(timeout=30) == 2
+    # --8<-- [end:main]
     print("celery-once examples: ok")

@@ -21,6 +21,7 @@ app.conf.zk_recipes_hosts = os.environ["ZK_HOSTS"]
 app.conf.zk_recipes_namespace = os.environ.get("ZK_NAMESPACE", "")
 
 
+# --8<-- [start:tasks]
 # celery-singleton: @app.task(base=Singleton)
 @app.task
 @singleton_task(key=lambda *args, **kwargs: [args, kwargs], unique_on_publish=True)
@@ -37,6 +38,10 @@ def greet(username: str, greeting: str = "hello") -> str:
     return f"{greeting}, {username}"
 
 
+# --8<-- [end:tasks]
+
+
+# --8<-- [start:main]
 def main() -> None:
     # Two calls with the same arguments: queued once, the same AsyncResult.
     async_result = do_stuff.delay(1, 2, 3, a="b")
@@ -54,4 +59,5 @@ def main() -> None:
     else:
         raise AssertionError("a duplicate of greet was queued")
     assert first.get(timeout=30) == "hello, ada"
+    # --8<-- [end:main]
     print("celery-singleton examples: ok")

@@ -21,9 +21,11 @@ from zk_recipes_celery import beat_schedule
 app = Celery("from_redbeat", broker=os.environ["REDIS_URL"], backend=os.environ["REDIS_URL"])
 app.conf.zk_recipes_hosts = os.environ["ZK_HOSTS"]
 app.conf.zk_recipes_namespace = os.environ.get("ZK_NAMESPACE", "")
+# --8<-- [start:tasks]
 # redbeat: app.conf.redbeat_redis_url = ...; beat -S redbeat.RedBeatScheduler
 # ours: beat -S zk_recipes_celery.beat:ZkScheduler (the ensemble above is the store)
 app.conf.beat_schedule = {"ping": {"task": "from_redbeat.add", "schedule": 1.0, "args": (0, 0)}}
+# --8<-- [end:tasks]
 
 
 @app.task(name="from_redbeat.add", ignore_result=True)
@@ -32,6 +34,7 @@ def add(x: int, y: int) -> None:
         results.write(f"{x + y}\n")
 
 
+# --8<-- [start:main]
 def main() -> None:
     schedule = beat_schedule(app)
     # redbeat: e = RedBeatSchedulerEntry("thingo", "tasks.add", 10, args=[5, 6], app=app); e.save()
@@ -44,6 +47,7 @@ def main() -> None:
     time.sleep(2.5)
     assert results().count("11") == ran, "thingo stopped after its removal"
     assert [entry.name for entry in schedule.entries()] == ["ping"]
+    # --8<-- [end:main]
     print("redbeat examples: ok")
 
 
