@@ -9,6 +9,7 @@ Celery's own settings are checked the same way by the Celery suite
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -99,6 +100,19 @@ def test_the_settings_table_is_generated_from_the_code() -> None:
     tables = generated_tables(SETTINGS_DOC.read_text())
     assert tables.get("settings") == settings_table(SETTINGS), (
         "docs/settings.md differs from zk_recipes.SETTINGS: run python tests/test_docs.py"
+    )
+
+
+def test_the_latest_figures_page_is_generated_from_the_results() -> None:
+    """docs/evidence/figures.md says what benchmarks/results/ holds, never older figures."""
+    spec = importlib.util.spec_from_file_location("figures", ROOT / "benchmarks" / "figures.py")
+    assert spec is not None
+    assert spec.loader is not None
+    figures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(figures)
+    page = ROOT / "docs" / "evidence" / "figures.md"
+    assert page.read_text() == figures.render(), (
+        "docs/evidence/figures.md differs from the results: run python benchmarks/figures.py"
     )
 
 
