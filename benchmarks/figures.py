@@ -73,11 +73,16 @@ def _source(path: Path, doc: Doc) -> str:
     return f"`benchmarks/results/{path.name}` ({where})."
 
 
-def locks(path: Path, doc: Doc) -> Lines:
-    yield "## Locks (`locks.py`)"
+def _heading(title: str, path: Path, doc: Doc) -> Lines:
+    """A section's title and the run its figures come from."""
+    yield title
     yield ""
     yield _source(path, doc)
     yield ""
+
+
+def locks(path: Path, doc: Doc) -> Lines:
+    yield from _heading("## Locks (`locks.py`)", path, doc)
     yield "One client, acquire and release in a loop:"
     yield ""
     names = {
@@ -148,10 +153,7 @@ def locks(path: Path, doc: Doc) -> Lines:
 
 
 def leader(path: Path, doc: Doc) -> Lines:
-    yield "## Leader election (`leader.py`)"
-    yield ""
-    yield _source(path, doc)
-    yield ""
+    yield from _heading("## Leader election (`leader.py`)", path, doc)
     graceful, kill = doc["graceful"], doc["kill"]
     rows = [
         [
@@ -171,10 +173,7 @@ def leader(path: Path, doc: Doc) -> Lines:
 
 
 def caches(path: Path, doc: Doc, churn: Doc) -> Lines:
-    yield "## Caches (`caches.py`)"
-    yield ""
-    yield _source(path, doc)
-    yield ""
+    yield from _heading("## Caches (`caches.py`)", path, doc)
     yield "A `TreeCache` of a whole tree, ours beside kazoo's (medians of the runs):"
     yield ""
     rows = []
@@ -226,10 +225,7 @@ def caches(path: Path, doc: Doc, churn: Doc) -> Lines:
 
 
 def queues(path: Path, doc: Doc) -> Lines:
-    yield "## Queues (`queues.py`)"
-    yield ""
-    yield _source(path, doc)
-    yield ""
+    yield from _heading("## Queues (`queues.py`)", path, doc)
     yield "One producer, then one consumer, of 2,000 items (medians of the runs):"
     yield ""
     rows = []
@@ -279,10 +275,7 @@ def queues(path: Path, doc: Doc) -> Lines:
 
 
 def celery_overhead(path: Path, doc: Doc) -> Lines:
-    yield "## A singleton task's cost (`celery_overhead.py`)"
-    yield ""
-    yield _source(path, doc)
-    yield ""
+    yield from _heading("## A singleton task's cost (`celery_overhead.py`)", path, doc)
     worker, requests = doc["results"]["worker_side"], doc["requests"]
     rows = [
         [label, _n(worker[key]["p50_ms"], 3), _n(requests[key]["requests_each"], 1)]
@@ -302,10 +295,7 @@ def celery_overhead(path: Path, doc: Doc) -> Lines:
 
 
 def celery_publish(path: Path, doc: Doc) -> Lines:
-    yield "## Publish-time deduplication (`celery_publish.py`)"
-    yield ""
-    yield _source(path, doc)
-    yield ""
+    yield from _heading("## Publish-time deduplication (`celery_publish.py`)", path, doc)
     results = doc["results"]
     rows = []
     contestants = (("plain", "plain"), ("ours", "ours"), ("celery_singleton", "celery-singleton"))
@@ -326,10 +316,7 @@ def celery_publish(path: Path, doc: Doc) -> Lines:
 
 
 def chaos(path: Path, doc: Doc) -> Lines:
-    yield "## The chaos run (`chaos.py`)"
-    yield ""
-    yield _source(path, doc)
-    yield ""
+    yield from _heading("## The chaos run (`chaos.py`)", path, doc)
     config, held = doc["config"], doc["locks"]
     rows = [
         ["duration", f"{config['duration']:g} s, {config['workers']} workers"],

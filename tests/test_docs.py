@@ -190,6 +190,19 @@ def test_files_included_into_pages_exist() -> None:
     assert any(_SNIPPET.search(doc.read_text()) for doc in MARKDOWN)
 
 
+def test_no_page_retypes_python() -> None:
+    """Every Python block of the site is a file (or a section of one) that the suite runs."""
+    retyped = [
+        f"{doc.relative_to(ROOT)}:{doc.read_text()[: block.start()].count(chr(10)) + 1}"
+        for doc in sorted((ROOT / "docs").rglob("*.md"))
+        for block in re.finditer(
+            r"^[ \t]*```(?:python|py)\b.*?\n(.*?)^[ \t]*```", doc.read_text(), re.M | re.S
+        )
+        if not _SNIPPET.search(block.group(1))
+    ]
+    assert retyped == [], "include a tested file instead (see docs/recipes/lock.md)"
+
+
 def test_docs_pages_named_in_the_source_exist() -> None:
     missing = set()
     for where in SOURCES:
