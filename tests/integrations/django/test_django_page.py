@@ -109,7 +109,7 @@ def test_current_lock_refuses_once_the_session_is_gone(zk_settings: dict[str, An
     with zk_recipes_django.locked("audit"):
         page.write_audit("before")
         expire_session(zk_recipes_django.get_client())
-        wait_until(lambda: zk_recipes_django.current_lock().lost, "the lock lost")
+        wait_until(zk_recipes_django.current_lock().lost.is_set, "the lock lost")
         with pytest.raises(LockLost):
             page.write_audit("after")
     assert [entry for entry, _ in shop.audit_log.entries][-1] == "before"
