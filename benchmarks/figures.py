@@ -25,21 +25,21 @@ Doc = dict[str, Any]
 Lines = Iterator[str]
 
 
-def latest(pattern: str) -> Path:
-    """The newest full run among the results whose name matches ``pattern``."""
-
-    def order(path: Path) -> tuple[str, str]:
-        date = re.search(r"(\d{4}-\d{2}-\d{2})", path.name)
-        doc = json.loads(path.read_text())
-        return (date.group(1) if date else "", str(doc.get("meta", {}).get("started_at", "")))
-
+def latest(pattern: str) -> tuple[Path, Doc]:
+    """The newest full run among the results whose name matches ``pattern``, and its document."""
     runs = [
-        path
+        (path, doc)
         for path in RESULTS.glob("*.json")
-        if re.fullmatch(pattern, path.name) and not _quick(json.loads(path.read_text()))
+        if re.fullmatch(pattern, path.name) and not _quick(doc := _load(path))
     ]
     if not runs:
         raise SystemExit(f"no full run in {RESULTS} matches {pattern}")
+
+    def order(run: tuple[Path, Doc]) -> tuple[str, str]:
+        path, doc = run
+        date = re.search(r"(\d{4}-\d{2}-\d{2})", path.name)
+        return (date.group(1) if date else "", str(doc.get("meta", {}).get("started_at", "")))
+
     return max(runs, key=order)
 
 
@@ -344,14 +344,15 @@ def _load(path: Path) -> Doc:
 
 def render() -> str:
     """The page, from the newest run of each benchmark."""
-    parts: list[tuple[str, Callable[..., Lines], tuple[str, ...]]] = [
-        ("locks", locks, (r"locks-.*\.json",)),
-        ("leader", leader, (r"leader-.*\.json",)),
-        ("caches", caches, (r"caches-\d{4}-\d{2}-\d{2}\.json", r"caches-churn-.*\.json")),
-        ("queues", queues, (r"queues-.*\.json",)),
-        ("celery overhead", celery_overhead, (r"celery-overhead-.*\.json",)),
-        ("celery publish", celery_publish, (r"celery-publish-.*\.json",)),
-        ("chaos", chaos, (r"chaos-.*\.json",)),
+    # Each renderer with the runs it reads: the first's path names the section's source.
+    parts: list[tuple[Callable[..., Lines], tuple[str, ...]]] = [
+        (locks, (r"locks-.*\.json",)),
+        (leader, (r"leader-.*\.json",)),
+        (caches, (r"caches-\d{4}-\d{2}-\d{2}\.json", r"caches-churn-.*\.json")),
+        (queues, (r"queues-.*\.json",)),
+        (celery_overhead, (r"celery-overhead-.*\.json",)),
+        (celery_publish, (r"celery-publish-.*\.json",)),
+        (chaos, (r"chaos-.*\.json",)),
     ]
     lines = [
         "# Latest figures",
@@ -365,10 +366,9 @@ def render() -> str:
         "the benchmarks yourself: [Benchmarks](benchmarks.md).",
         "",
     ]
-    for _, renderer, patterns in parts:
-        paths = [latest(pattern) for pattern in patterns]
-        first = paths[0]
-        lines.extend(renderer(first, _load(first), *(_load(p) for p in paths[1:])))
+    for renderer, patterns in parts:
+        (path, doc), *others = [latest(pattern) for pattern in patterns]
+        lines.extend(renderer(path, doc, *(other for _, other in others)))
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

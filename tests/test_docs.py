@@ -192,14 +192,14 @@ def test_files_included_into_pages_exist() -> None:
 
 def test_no_page_retypes_python() -> None:
     """Every Python block of the site is a file (or a section of one) that the suite runs."""
-    retyped = [
-        f"{doc.relative_to(ROOT)}:{doc.read_text()[: block.start()].count(chr(10)) + 1}"
-        for doc in sorted((ROOT / "docs").rglob("*.md"))
-        for block in re.finditer(
-            r"^[ \t]*```(?:python|py)\b.*?\n(.*?)^[ \t]*```", doc.read_text(), re.M | re.S
-        )
-        if not _SNIPPET.search(block.group(1))
-    ]
+    block = re.compile(r"^[ \t]*```(?:python|py)\b.*?\n(.*?)^[ \t]*```", re.M | re.S)
+    retyped = []
+    for doc in sorted((ROOT / "docs").rglob("*.md")):
+        text = doc.read_text()
+        for found in block.finditer(text):
+            if not _SNIPPET.search(found.group(1)):
+                line = text.count("\n", 0, found.start()) + 1
+                retyped.append(f"{doc.relative_to(ROOT)}:{line}")
     assert retyped == [], "include a tested file instead (see docs/recipes/lock.md)"
 
 

@@ -131,10 +131,11 @@ def metrics_endpoint(hosts: str) -> None:
     import urllib.request
 
     from zk_recipes import ZkClient, metrics
+    from zk_recipes.testing import free_ports
 
     before = metrics.registry()
     metrics.enable()
-    port = _free_port()  # 9100 on the page
+    (port,) = free_ports(1)  # 9100 on the page
     try:
         # --8<-- [start:metrics_http]
         import prometheus_client
@@ -152,14 +153,6 @@ def metrics_endpoint(hosts: str) -> None:
             metrics.disable()
         else:
             metrics.enable(before)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def logging_behind_a_queue() -> None:
