@@ -15,14 +15,16 @@ from typing import Any
 
 import click
 
-from zk_recipes import NoNodeError
+from zk_recipes import NoNodeError, ZkClient
 from zk_recipes.cli._click_shared import CONTEXT, BadArgument, ConfigOf, connected, json_option
 from zk_recipes.frameworks import (
     BeatEntry,
     BeatSchedule,
     ScheduleError,
+    check_dependencies,
     check_schedule,
     crontab_schedule,
+    schedule_path,
 )
 
 #: Where the Celery integration keeps its nodes unless ``zk_recipes_prefix`` moves them.
@@ -68,8 +70,16 @@ def _schedule(every: float | None, crontab: str | None, solar: str | None) -> di
         assert solar is not None
         event, _, place = solar.partition(":")
         lat, _, lon = place.partition(":")
-        return check_schedule({"solar": {"event": event, "lat": float(lat), "lon": float(lon)}})
-    except ValueError as exc:  # ScheduleError included: it is a ConfigurationError
+        try:
+            where = {"lat": float(lat), "lon": float(lon)}
+        except ValueError:
+            raise BadArgument(
+                f"--solar {solar!r}: give EVENT:LAT:LON, like sunset:48.85:2.35"
+            ) from None
+        schedule = check_schedule({"solar": {"event": event, **where}})
+        check_dependencies(schedule)
+        return schedule
+    except ScheduleError as exc:
         raise BadArgument(str(exc)) from None
 
 
@@ -81,6 +91,40 @@ def _describe(schedule: dict[str, Any]) -> str:
         fields = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
         return "crontab " + " ".join(value[f] for f in fields)
     return f"solar {value['event']} {value['lat']:g},{value['lon']:g}"
+
+
+def _elsewhere(client: ZkClient, prefix: str, beat_name: str) -> list[str]:
+    """Why a list may be empty: the schedules of other beat names, or of other prefixes."""
+    hints = []
+    schedules = schedule_path(prefix, beat_name).rsplit("/", 1)[0]
+    try:
+        others = sorted(client.get_children(schedules))
+    except NoNodeError:
+        others = []
+    if others:
+        hints.append(f"beats with a schedule under {prefix}: {', '.join(others)} (--beat NAME)")
+    try:
+        tops = [name for name in client.get_children("/") if name != "zookeeper"]
+    except NoNodeError:  # pragma: no cover - the root is always there
+        tops = []
+    pending = [
+        (f"/{top}", client.exists_async(schedule_path(f"/{top}", beat_name)))
+        for top in sorted(tops)
+        if f"/{top}" != prefix.rstrip("/")
+    ]
+    timeout = client.settings.connection_timeout
+    found = [where for where, request in pending if request.result(timeout) is not None]
+    if found:
+        hints.append(
+            f"beat {beat_name} has a schedule under {', '.join(found)}: "
+            f"give --prefix {found[0]} (the zk_recipes_prefix its entries were written with)"
+        )
+    if not hints:
+        hints.append(
+            f"entries written with another zk_recipes_prefix are listed with --prefix PREFIX "
+            f"(default {CELERY_PREFIX})"
+        )
+    return hints
 
 
 def add_beat_commands(
@@ -97,8 +141,11 @@ def add_beat_commands(
         \b
         Every beat started with -S zk_recipes_celery.beat:ZkScheduler reads the
         entries under PREFIX/schedule/BEAT and sees a change within a second;
-        the leader beat sends. Exit 69 when ZooKeeper is unreachable, 2 for a
-        bad argument, 1 when there is no such entry.
+        the leader beat sends. Entries are checked as Celery's scheduler parses
+        them before anything is written; one that is not (written by hand, or by
+        an older version) is listed as INVALID and skipped by every beat. Exit 69
+        when ZooKeeper is unreachable, 2 for a bad argument, 1 when there is no
+        such entry.
         """
 
     def command(function: Callable[..., Any]) -> click.Command:
@@ -165,10 +212,11 @@ def add_beat_commands(
         """List the entries, with when the leader last sent each."""
         with connected(config_of, ctx, at_once=True) as (client, _config):
             schedule = BeatSchedule(client, prefix, beat_name)
-            entries = schedule.entries()
+            entries, invalid = schedule.read()
             runs = schedule.last_runs()
+            hints = [] if entries or invalid else _elsewhere(client, prefix, beat_name)
         if as_json:
-            rows = []
+            rows: list[dict[str, Any]] = []
             for entry in entries:
                 run = runs.get(entry.name)
                 rows.append(
@@ -176,13 +224,21 @@ def add_beat_commands(
                         **entry.as_dict(),
                         "last_run_at": run[0].last_run_at if run else None,
                         "total_run_count": run[0].total_run_count if run else 0,
+                        "invalid": None,
                     }
                 )
-            click.echo(json.dumps(rows, indent=2))
+            rows.extend(bad.as_dict() for bad in invalid)
+            click.echo(json.dumps(sorted(rows, key=lambda row: row["name"]), indent=2))
+            for hint in hints:
+                click.echo(hint, err=True)
             return
-        if not entries:
+        if not entries and not invalid:
             click.echo(f"no entries under {schedule.entries_path}")
+            for hint in hints:
+                click.echo(hint)
             return
+        for bad in invalid:
+            click.echo(f"{bad.name}  INVALID (skipped by every beat): {bad.reason}  [{bad.path}]")
         for entry in entries:
             run = runs.get(entry.name)
             last = "never"

@@ -37,9 +37,10 @@ rest is here, once:
   service this process registers while it serves, in the background, per
   process, unregistered at shutdown (``atexit`` as the fallback).
 - **A beat schedule held in ZooKeeper.** ``BeatSchedule`` (+ ``BeatEntry``,
-  ``LastRun``, ``check_schedule``, ``crontab_schedule``, ``schedule_path``,
-  ``ScheduleError``): the znodes and JSON of the schedule Celery's
-  ``ZkScheduler`` reads, which the ``zk-recipes beat`` commands change.
+  ``LastRun``, ``check_schedule``, ``check_dependencies``, ``crontab_schedule``,
+  ``schedule_path``, ``ScheduleError``, ``InvalidEntry``, ``parse_entry``): the
+  znodes and JSON of the schedule Celery's ``ZkScheduler`` reads, which the
+  ``zk-recipes beat`` commands change, checked as Celery's scheduler parses it.
 - **Status pages.** ``connection_report`` (+ ``server_info``): the client's
   connection as plain data; ``connection_rows`` / ``recipe_rows`` (+
   ``NodeRow``, ``RecipeRow``, ``spaced_hosts``): that report and
@@ -61,10 +62,13 @@ from zk_recipes.frameworks._announcement import (
 from zk_recipes.frameworks._beat_schedule import (
     BeatEntry as BeatEntry,
     BeatSchedule as BeatSchedule,
+    InvalidEntry as InvalidEntry,
     LastRun as LastRun,
     ScheduleError as ScheduleError,
+    check_dependencies as check_dependencies,
     check_schedule as check_schedule,
     crontab_schedule as crontab_schedule,
+    parse_entry as parse_entry,
     schedule_path as schedule_path,
 )
 from zk_recipes.frameworks._connection_report import (
@@ -120,6 +124,7 @@ __all__ = [
     "BeatSchedule",
     "HeldLocks",
     "Holding",
+    "InvalidEntry",
     "LastRun",
     "LockNameTemplate",
     "LockPlan",
@@ -131,6 +136,7 @@ __all__ = [
     "ScheduleError",
     "ServiceSpec",
     "bind_arguments",
+    "check_dependencies",
     "check_on_busy",
     "check_on_unavailable",
     "check_schedule",
@@ -140,6 +146,7 @@ __all__ = [
     "leader_path",
     "lock_path",
     "locked_call",
+    "parse_entry",
     "qualified_name",
     "ran_unguarded",
     "recipe_rows",

@@ -17,9 +17,12 @@ is one of ``{"every": 30.0}`` (seconds), ``{"crontab": {"minute": "*/5",
 A run: ``{"last_run_at": <epoch seconds>, "total_run_count": <n>}``.
 
 Entry names are node names: no ``/``, not ``.`` or ``..``. Values are
-checked before anything is written (a clear error, nothing stored); an
-entry that does not parse when read (written by hand) is skipped and
-logged by its reader, never fatal.
+checked before anything is written, as Celery's scheduler will parse them
+(``_beat_checks``: crontab fields and their ranges, intervals, a solar
+schedule's ``ephem``): a clear error, nothing stored. An entry that does not
+parse when read (written by hand, by an older version, by another tool) is
+an ``InvalidEntry``: ``read()`` returns it with the reason, and every reader
+skips it, never fatal.
 """
 
 from __future__ import annotations
@@ -28,17 +31,16 @@ import contextlib
 import dataclasses
 import json
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from zk_recipes import (
-    BadVersionError,
-    ConfigurationError,
-    NodeExistsError,
-    NoNodeError,
-    ZkClient,
-    ZnodeStat,
+from zk_recipes import BadVersionError, NodeExistsError, NoNodeError, ZkClient, ZnodeStat
+from zk_recipes.frameworks._beat_checks import (
+    CRONTAB_FIELDS as CRONTAB_FIELDS,
+    SOLAR_EVENTS as SOLAR_EVENTS,
+    ScheduleError as ScheduleError,
+    check_dependencies as check_dependencies,
+    check_schedule as check_schedule,
 )
 
 log = logging.getLogger("zk_recipes.beat")
@@ -47,59 +49,6 @@ log = logging.getLogger("zk_recipes.beat")
 SCHEDULE_SEGMENT = "schedule"
 ENTRIES = "entries"
 RUNS = "runs"
-
-#: Celery's solar events (celery.schedules.solar._all_events).
-SOLAR_EVENTS = (
-    "dawn_astronomical",
-    "dawn_nautical",
-    "dawn_civil",
-    "sunrise",
-    "solar_noon",
-    "sunset",
-    "dusk_civil",
-    "dusk_nautical",
-    "dusk_astronomical",
-)
-CRONTAB_FIELDS = ("minute", "hour", "day_of_week", "day_of_month", "month_of_year")
-_CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,\-]+$")
-
-
-class ScheduleError(ConfigurationError):
-    """A schedule entry that cannot be stored or read: what is wrong, and nothing was written."""
-
-
-def check_schedule(schedule: object) -> dict[str, Any]:
-    """``schedule`` checked, as stored: ``{"every": s}``, a crontab or a solar schedule."""
-    if not isinstance(schedule, Mapping) or len(schedule) != 1:
-        raise ScheduleError(
-            'a schedule is one of {"every": seconds}, {"crontab": {...}} or {"solar": {...}}, '
-            f"got {schedule!r}"
-        )
-    kind, value = next(iter(schedule.items()))
-    if kind == "every":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ScheduleError(f"every must be seconds > 0, got {value!r}")
-        return {"every": float(value)}
-    if kind == "crontab":
-        if not isinstance(value, Mapping) or set(value) - set(CRONTAB_FIELDS):
-            raise ScheduleError(f"a crontab has the fields {CRONTAB_FIELDS}, got {value!r}")
-        fields = {name: str(value.get(name, "*")) for name in CRONTAB_FIELDS}
-        for name, field in fields.items():
-            if not _CRON_FIELD.match(field):
-                raise ScheduleError(f"crontab {name} {field!r} is not a cron field")
-        return {"crontab": fields}
-    if kind == "solar":
-        if not isinstance(value, Mapping) or value.get("event") not in SOLAR_EVENTS:
-            raise ScheduleError(f"a solar schedule's event is one of {SOLAR_EVENTS}, got {value!r}")
-        lat, lon = value.get("lat"), value.get("lon")
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (lat, lon)):
-            raise ScheduleError(f"a solar schedule needs numbers lat and lon, got {value!r}")
-        assert isinstance(lat, (int, float))
-        assert isinstance(lon, (int, float))
-        if not (-90 <= lat <= 90 and -180 <= lon <= 180):
-            raise ScheduleError(f"lat must be within -90..90 and lon -180..180, got {value!r}")
-        return {"solar": {"event": value["event"], "lat": float(lat), "lon": float(lon)}}
-    raise ScheduleError(f"unknown schedule kind {kind!r}: every, crontab or solar")
 
 
 def crontab_schedule(expression: str) -> dict[str, Any]:
@@ -143,7 +92,10 @@ class BeatEntry:
             raise ScheduleError(f"{self.name!r} cannot be an entry name")
         if not isinstance(self.task, str) or not self.task:
             raise ScheduleError(f"entry {self.name}: task must be a task name, got {self.task!r}")
-        object.__setattr__(self, "schedule", check_schedule(self.schedule))
+        try:
+            object.__setattr__(self, "schedule", check_schedule(self.schedule))
+        except ScheduleError as exc:
+            raise ScheduleError(f"entry {self.name}: {exc}") from None
         if not isinstance(self.args, (list, tuple)):
             raise ScheduleError(f"entry {self.name}: args must be a list, got {self.args!r}")
         object.__setattr__(self, "args", tuple(self.args))
@@ -173,17 +125,30 @@ class BeatEntry:
         """Parse a stored entry; ScheduleError (saying what is wrong) when it does not parse."""
         try:
             document = json.loads(data)
+        except ValueError as exc:  # UnicodeDecodeError included
+            raise ScheduleError(f"entry {name}: not JSON ({exc})") from None
+        if not isinstance(document, dict):
+            raise ScheduleError(f"entry {name}: not a JSON object")
+        missing = [key for key in ("task", "schedule") if key not in document]
+        if missing:
+            raise ScheduleError(f"entry {name}: no {' and no '.join(map(repr, missing))}")
+        try:
             return cls(
                 name=name,
                 task=document["task"],
                 schedule=document["schedule"],
-                args=tuple(document.get("args", ())),
-                kwargs=dict(document.get("kwargs", {})),
-                options=dict(document.get("options", {})),
+                args=document.get("args", ()),
+                kwargs=document.get("kwargs", {}),
+                options=document.get("options", {}),
                 enabled=bool(document.get("enabled", True)),
             )
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ScheduleError(f"beat entry {name} does not parse: {exc!r}") from exc
+        except ScheduleError as exc:
+            said = str(exc)
+            raise ScheduleError(
+                said if said.startswith("entry ") else f"entry {name}: {said}"
+            ) from None
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ScheduleError(f"entry {name}: does not parse ({exc!r})") from None
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, **json.loads(self.to_bytes())}
@@ -210,6 +175,28 @@ class LastRun:
             return None
 
 
+@dataclasses.dataclass(frozen=True)
+class InvalidEntry:
+    """An entry node its readers skip (written by hand, by an older version, by another tool)."""
+
+    name: str
+    #: The node's path (relative to the client's namespace).
+    path: str
+    #: What is wrong with it, as ``BeatEntry.from_bytes`` says.
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "path": self.path, "invalid": self.reason}
+
+
+def parse_entry(name: str, data: bytes, path: str) -> BeatEntry | InvalidEntry:
+    """The entry stored at ``path``, or why it is invalid: never raises for bad data."""
+    try:
+        return BeatEntry.from_bytes(name, data)
+    except ScheduleError as exc:
+        return InvalidEntry(name, path, str(exc))
+
+
 def schedule_path(prefix: str, beat_name: str) -> str:
     """``<prefix>/schedule/<beat name>``: one schedule per beat election name."""
     return f"{prefix.rstrip('/')}/{SCHEDULE_SEGMENT}/{beat_name}"
@@ -225,31 +212,54 @@ class BeatSchedule:
         self.runs_path = f"{self.path}/{RUNS}"
 
     def entries(self) -> list[BeatEntry]:
-        """Every readable entry, by name (one that does not parse is logged and left out)."""
+        """Every valid entry, by name (an invalid one is logged and left out; see ``read``)."""
+        entries, invalid = self.read()
+        for bad in invalid:
+            log.warning("beat entry %s is invalid, skipped: %s", bad.path, bad.reason)
+        return entries
+
+    def read(self) -> tuple[list[BeatEntry], list[InvalidEntry]]:
+        """Every entry, by name: those that parse, and those that do not, with the reason."""
         try:
             names = sorted(self.client.get_children(self.entries_path))
         except NoNodeError:
-            return []
-        found = []
-        for name in names:
-            entry = self.get(name)
-            if entry is not None:
-                found.append(entry)
-        return found
+            return [], []
+        pending = [(name, self.client.get_async(f"{self.entries_path}/{name}")) for name in names]
+        timeout = self.client.settings.connection_timeout
+        entries: list[BeatEntry] = []
+        invalid: list[InvalidEntry] = []
+        for name, request in pending:
+            try:
+                data, _stat = request.result(timeout)
+            except NoNodeError:
+                continue  # removed meanwhile
+            found = parse_entry(name, data, f"{self.entries_path}/{name}")
+            if isinstance(found, InvalidEntry):
+                invalid.append(found)
+            else:
+                entries.append(found)
+        return entries, invalid
 
     def get(self, name: str) -> BeatEntry | None:
+        """The entry ``name``; None when there is none, or it is invalid (logged)."""
+        path = f"{self.entries_path}/{name}"
         try:
-            data, _stat = self.client.get(f"{self.entries_path}/{name}")
+            data, _stat = self.client.get(path)
         except NoNodeError:
             return None
-        try:
-            return BeatEntry.from_bytes(name, data)
-        except ScheduleError as exc:
-            log.warning("%s (at %s/%s): skipped", exc, self.entries_path, name)
+        found = parse_entry(name, data, path)
+        if isinstance(found, InvalidEntry):
+            log.warning("beat entry %s is invalid, skipped: %s", path, found.reason)
             return None
+        return found
 
     def put(self, entry: BeatEntry) -> bool:
-        """Store ``entry`` (made, or changed in place); True when it was new."""
+        """Store ``entry`` (made, or changed in place); True when it was new.
+
+        ScheduleError, writing nothing, for a schedule this process could not
+        run either (a solar one without ``ephem``: ``check_dependencies``).
+        """
+        check_dependencies(entry.schedule)
         path = f"{self.entries_path}/{entry.name}"
         data = entry.to_bytes()
         try:
