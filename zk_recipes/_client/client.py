@@ -776,6 +776,17 @@ class ZkClient:
         sent = conn.catch_up(zxid, data, child, on_child, self.settings.connection_timeout)
         return sent, left_out
 
+    def forget_changed_since(self, data_paths: list[str], child_paths: list[str]) -> int:
+        """Take back the one-shot watches ``changed_since`` left on nodes that did not change.
+
+        Sent without waiting, where no other watcher of this client is on the
+        path (a removal takes the server's one watch of the path); returns the
+        requests sent. The connection they were left on must still be up.
+        """
+        return self._persistent.forget_one_shot(
+            [self._abs(p) for p in data_paths], [self._abs(p) for p in child_paths]
+        )
+
     def remove_data_watch(self, path: str, watch: WatchCallback) -> None:
         """Take back the one-shot watch ``get``/``exists(path, watch=watch)`` set: it will not fire.
 

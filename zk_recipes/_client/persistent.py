@@ -10,6 +10,14 @@ and then calls its ``on_established``: from that moment every change reaches
 the watch, and whatever happened before may have been missed, so a cache
 re-reads what it holds then.
 
+Watches of both modes on one path share one server watch, in the
+strongest mode any of them needs (``zk_recipes._client.kazoo.watches``):
+ZooKeeper 3.6-3.8 keep one mode per path and connection, and a plain
+``addWatch`` would silently narrow a recursive one. Each ``addWatch`` and
+``removeWatches`` is decided and sent under the registry's lock, so the
+server takes them in the order they were decided: two threads adding and
+removing watches of one path cannot leave it in a mode nobody chose.
+
 A server without persistent watches (older than 3.6, or running
 ``WatchManagerOptimized``) refuses ``addWatch``: ``add()`` raises
 ``UnsupportedFeatureError`` and keeps nothing, and a cache falls back to
@@ -132,7 +140,7 @@ class PersistentWatches:
         try:
             self._establish(watch, conn)
         except UnsupportedFeatureError:
-            self._forget(watch)
+            self._unroute(watch)
             raise
         except (ConnectionLostError, ZkTimeoutError, SessionLost):
             # Kept: the next connection that comes up puts it on the server.
@@ -146,14 +154,35 @@ class PersistentWatches:
         if routed is None:
             return
         conn, fire = routed
-        if not conn.unroute_watch(watch._server_path, fire, watch.recursive):
-            return  # another watch of ours has the same path and mode: the server's stays
         try:
-            conn.remove_persistent(watch._server_path, self._client.settings.connection_timeout)
+            with self._lock:  # decided and sent in order with the adds (the module note)
+                if not conn.unroute_watch(watch._server_path, fire, watch.recursive):
+                    return  # another watch of ours has the same path and mode: the server's stays
+                conn.remove_persistent(watch._server_path)
         except ZkRecipesError as exc:
-            # Not connected, say: the server dropped it with the connection, or keeps
-            # it and its events are routed to nobody until the connection ends.
+            # Not connected, say: the server dropped it with the connection. Not
+            # waited for: the reply changes nothing here, and close() must not
+            # wait on a connection that is down.
             log.debug("removing the persistent watch on %s: %s", watch.path, exc)
+
+    def forget_one_shot(self, data_paths: list[str], child_paths: list[str]) -> int:
+        """Take back one-shot watches no watcher of this client holds.
+
+        (``KazooConnection.forget_one_shot`` says which.) Decided and sent
+        under the lock, so that no persistent watch added meanwhile on one of
+        the paths is taken with it. Not waited for. Returns the requests sent.
+        """
+        sent = 0
+        try:
+            conn = self._client._usable()
+            with self._lock:
+                for paths, children in ((data_paths, False), (child_paths, True)):
+                    for path in paths:
+                        if conn.forget_one_shot(path, children) is not None:
+                            sent += 1
+        except ZkRecipesError as exc:  # the connection went, and its watches with it
+            log.debug("taking back one-shot watches: %s", exc)
+        return sent
 
     def on_path(self, server_path: str) -> bool:
         """Whether a watch of ours is on exactly ``server_path`` (of either mode).
@@ -185,6 +214,13 @@ class PersistentWatches:
             routed, watch._routed = watch._routed, None
         return routed
 
+    def _unroute(self, watch: PersistentWatch) -> None:
+        """Forget a watch the server refused: nothing to take off the server."""
+        routed = self._forget(watch)
+        if routed is not None:
+            with self._lock:
+                routed[0].unroute_watch(watch._server_path, routed[1], watch.recursive)
+
     def _establish(self, watch: PersistentWatch, conn: KazooConnection) -> None:
         """Route ``watch`` on ``conn`` and have the server take it; then ``on_established``."""
         with self._lock:
@@ -196,9 +232,9 @@ class PersistentWatches:
                 watch._routed = (conn, fire)
             watch._seq = self._client.state_snapshot()[0]
             watch.generation = conn.generation
-        conn.add_watch_async(watch._server_path, watch.recursive).result(
-            self._client.settings.connection_timeout
-        )
+            # Sent under the lock, in the mode the path needs now (the module note).
+            pending = conn.add_watch_async(watch._server_path, watch.recursive)
+        pending.result(self._client.settings.connection_timeout)
         watch.establishments += 1
         if watch._on_established is not None and not watch._removed:
             try:
@@ -227,7 +263,7 @@ class PersistentWatches:
             except UnsupportedFeatureError as exc:
                 # The ensemble changed under us (a server without them): say so once per watch.
                 log.error("persistent watch on %s refused by the server: %s", watch.path, exc)
-                self._forget(watch)
+                self._unroute(watch)
             except ZkRecipesError as exc:
                 log.debug(
                     "persistent watch on %s: the next connection retries (%s)", watch.path, exc

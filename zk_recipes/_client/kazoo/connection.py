@@ -58,11 +58,8 @@ from zk_recipes._client.kazoo.records import (
     stat_of,
 )
 from zk_recipes._client.kazoo.watches import (
-    ANY,
+    CHILDREN,
     DATA,
-    PERSISTENT,
-    PERSISTENT_RECURSIVE,
-    AddWatch,
     Fire,
     ForgetDataWatch,
     PersistentRouter,
@@ -579,9 +576,11 @@ class KazooConnection:
         return self._router.remove(path, fire, recursive)
 
     def add_watch_async(self, path: str, recursive: bool) -> Pending[None]:
-        """Send ``addWatch``: the server keeps the watch on this TCP connection."""
-        mode = PERSISTENT_RECURSIVE if recursive else PERSISTENT
-        return self._call(AddWatch(path, mode), path, lambda r: None)
+        """Send ``addWatch``: the server keeps the watch on this TCP connection.
+
+        In the strongest mode any watcher of ``path`` needs (``watches.py``).
+        """
+        return self._call(self._router.adding(path, recursive), path, lambda r: None)
 
     def catch_up(
         self,
@@ -612,28 +611,51 @@ class KazooConnection:
             self._router.hear_children(fire, False)
         return len(batches)
 
-    def remove_persistent(self, path: str, timeout: float) -> None:
-        """Take a persistent watch off the server, sparing the connection's other watches.
+    def remove_persistent(self, path: str) -> Pending[None] | None:
+        """The server's watch on ``path`` once a mode's last watcher left it (``unroute_watch``).
 
-        Sent as ``removeWatches`` of type ANY: the persistent types (4, 5)
-        exist only from ZooKeeper 3.9, and a 3.6-3.8 server answers them with
+        Kept while recursive watchers stay; narrowed to PERSISTENT when only
+        exact ones stay (``PersistentRouter.release``); else removed, sent as
+        ``removeWatches`` of type ANY: the persistent types (4, 5) exist only
+        from ZooKeeper 3.9, and a 3.6-3.8 server answers them with
         MarshallingError after logging an ERROR with a stack trace, once per
-        connection. ANY also takes the path's one-shot watches and a
-        persistent watch of the other mode, so it is sent only when the
-        connection has no other watch on the path; otherwise the server keeps
-        the watch and its events go to nobody (they are routed to no one)
-        until the connection ends. NOWATCHER (already gone) is success.
+        connection. ANY also takes the path's one-shot watches, so it is not
+        sent while kazoo holds one there; then the server keeps the watch and
+        its events go to nobody until the connection ends. None when nothing
+        is sent; NOWATCHER (already gone) is success.
         """
+        request = self._router.release(path)
         kz = self._kz
-        if (
-            self._router.watches(path)
-            or kz._data_watchers.get(path)
-            or kz._child_watchers.get(path)
+        if isinstance(request, RemoveWatches) and (
+            kz._data_watchers.get(path) or kz._child_watchers.get(path)
         ):
             log.debug("persistent watch on %s left on the server: other watches share it", path)
-            return
-        with contextlib.suppress(errors.NoWatcherError):
-            self._call(RemoveWatches(path, ANY), path, lambda r: None).result(timeout)
+            return None
+        if request is None:
+            return None
+        return self._call(request, path, lambda r: None)
+
+    def forget_one_shot(self, path: str, children: bool) -> Pending[None] | None:
+        """Take back a one-shot watch on ``path`` that no watcher of this client holds.
+
+        For the watches a cache's catch-up (``catch_up``) left on nodes that did
+        not change. Not sent where a persistent watch is on the path, or kazoo
+        holds a one-shot watcher there (the server keeps one per path and
+        connection); one kazoo registers meanwhile hears NONE, as on a
+        reconnect, and reads again. None when nothing is sent.
+        """
+        kz = self._kz
+        table = kz._child_watchers if children else kz._data_watchers
+        if self._router.watches(path) or table.get(path):
+            return None
+
+        def then() -> None:  # on kazoo's connection thread (ForgetDataWatch)
+            event = WatchedEvent(EventType.NONE, kz._state, path)
+            for other in table.pop(path, None) or ():
+                kz.handler.dispatch_callback(Callback("watch", other, (event,)))
+
+        request = ForgetDataWatch(path, CHILDREN if children else DATA, then)
+        return self._call(request, path, lambda r: None)
 
     def forget_data_watch(self, path: str, watch: WatchCallback) -> Pending[None] | None:
         """Take ``watch``'s one-shot data watch on ``path`` back: off the server and out of kazoo.

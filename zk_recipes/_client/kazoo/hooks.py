@@ -20,7 +20,8 @@ kazoo upgrade must re-read each of them (kazoo is pinned to 2.11.x for it):
 - ``KazooClient.handler.dispatch_callback``: internal wake-ups run on the
   connection thread, in the order read (``mark_inline``);
 - ``._read_watch_event``: a notification goes to our persistent watchers
-  (``watches.PersistentRouter``) before kazoo's one-shot ones (kazoo's
+  (``watches.PersistentRouter``, which may make a CHILD of the parent from
+  it) before kazoo's one-shot ones (kazoo's
   ``_stopped`` and ``_state`` are read there as kazoo's own code reads them);
 - ``KazooClient._data_watchers`` / ``._child_watchers``: kazoo's one-shot
   watchers by path, looked at before a ``removeWatches``, and a path's data
@@ -48,7 +49,7 @@ import socket
 from typing import Any, Protocol
 
 from kazoo.protocol.serialization import Connect, Watch
-from kazoo.protocol.states import EVENT_TYPE_MAP, Callback, WatchedEvent
+from kazoo.protocol.states import EVENT_TYPE_MAP, Callback, EventType, WatchedEvent
 
 from zk_recipes._client.direct_send import DirectSender
 from zk_recipes._client.kazoo.failures import broken, dropped, read_timed_out, write_timed_out
@@ -74,6 +75,8 @@ class Hooked(Protocol):
     _zxid_before: int
     _router: PersistentRouter
     negotiated_timeout: float | None
+    #: Connections that came up so far (moved on kazoo's thread, at CONNECTED).
+    generation: int
 
     def _count_refusal(self, address: tuple[str, int], exc: BaseException | None) -> None: ...
 
@@ -212,6 +215,7 @@ def install_hooks(connection: Hooked) -> None:
         return dispatch(callback)
 
     router = connection._router
+    router.generation = lambda: connection.generation  # moved on this thread, at CONNECTED
     read_watch_event = conn._read_watch_event
     client = connection._kz
 
@@ -222,10 +226,16 @@ def install_hooks(connection: Hooked) -> None:
             return read_watch_event(buffer, offset)
         watch, _ = Watch.deserialize(buffer, offset)
         fires = router.route(watch.type, watch.path)
-        if fires and not client._stopped.is_set():
+        made = router.made_child(watch.type, watch.path)
+        if (fires or made) and not client._stopped.is_set():
             event = WatchedEvent(EVENT_TYPE_MAP[watch.type], client._state, watch.path)
             for fire in fires:
                 handler.dispatch_callback(Callback("watch", fire, (event,)))
+            if made is not None:  # after the child's own event, as the server orders them
+                parent, exact = made
+                child = WatchedEvent(EventType.CHILD, client._state, parent)
+                for fire in exact:
+                    handler.dispatch_callback(Callback("watch", fire, (child,)))
         return read_watch_event(buffer, offset)
 
     handler.dispatch_callback = _dispatch_callback

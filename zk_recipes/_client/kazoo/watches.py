@@ -36,6 +36,27 @@ of the connection's watches it matches; the client fans it out
   it keeps among the child watches too, or for a one-shot child watch on the
   same connection; the Java client filters it only from 3.9 on).
 
+**One server watch per path, in the strongest mode needed.** ZooKeeper
+3.6-3.8 keep one mode per (connection, path) among their data watches
+(ZOOKEEPER-4466, fixed in 3.9): a PERSISTENT ``addWatch`` after a
+PERSISTENT_RECURSIVE one on the same path makes it non-recursive, and every
+change below the path goes unheard. So a path with any recursive watcher is
+only ever sent PERSISTENT_RECURSIVE (``adding``), and its PERSISTENT
+watchers are served from it here: their CREATED, CHANGED and DELETED come
+with it, and their CHILD is made from the CREATED and DELETED of the path's
+direct children (``made_child``), in the server's own order (a child's
+event, then its parent's CHILD). The server keeps a PERSISTENT ``addWatch``
+among its child watches too, and sends the path's real CHILD events from
+that entry; on 3.6-3.8 a later recursive ``addWatch`` of the path replaces
+the entry's mode with its own, which sends no CHILD. So the router holds
+the entry as taken from the reply of a PERSISTENT ``addWatch`` on the
+connection up now until a recursive one's reply (or a removal's): exact
+watchers get the real CHILD events while it holds, made ones otherwise,
+never both (on 3.9, where the entry outlives the recursive ``addWatch``,
+the real ones are then dropped, the made ones told). When a path's last
+recursive watcher goes and exact ones stay, PERSISTENT is sent again
+(``release``): it narrows the server's watch and brings the entry back.
+
 A persistent watcher is never popped by an event, unlike kazoo's one-shot
 ones. The router is per connection; the client's registry
 (``zk_recipes._client.persistent``) puts its watches back on every new
@@ -57,6 +78,7 @@ from zk_recipes import _paths
 PERSISTENT = 0
 PERSISTENT_RECURSIVE = 1
 #: The ``WatcherType`` values sent (Watcher.java).
+CHILDREN = 1
 DATA = 2
 ANY = 3
 
@@ -69,8 +91,12 @@ CHILD_EVENT = 4
 Fire = Callable[[Any], None]
 
 
-class AddWatch(namedtuple("AddWatch", "path mode")):
-    """addWatch (opcode 106); the reply is an ErrorResponse, its err 0 when it worked."""
+class AddWatch(namedtuple("AddWatch", "path mode then", defaults=(None,))):
+    """addWatch (opcode 106); the reply is an ErrorResponse, its err 0 when it worked.
+
+    ``then()``, if given, runs when the server took it, on kazoo's connection
+    thread (as ``ForgetDataWatch``'s): in order with the events read.
+    """
 
     type = 106
 
@@ -80,13 +106,15 @@ class AddWatch(namedtuple("AddWatch", "path mode")):
         body.extend(int_struct.pack(self.mode))
         return body
 
-    @classmethod
-    def deserialize(cls, buffer: bytes, offset: int) -> None:
-        return None  # an ErrorResponse; an error came in the reply header already
+    def deserialize(self, buffer: bytes, offset: int) -> None:
+        # An ErrorResponse; an error came in the reply header already (and then
+        # kazoo does not call this).
+        if self.then is not None:
+            self.then()
 
 
-class RemoveWatches(namedtuple("RemoveWatches", "path watcher_type")):
-    """removeWatches (opcode 18): no reply body."""
+class RemoveWatches(namedtuple("RemoveWatches", "path watcher_type then", defaults=(None,))):
+    """removeWatches (opcode 18): no reply body; ``then()`` as ``AddWatch``'s."""
 
     type = 18
 
@@ -96,9 +124,9 @@ class RemoveWatches(namedtuple("RemoveWatches", "path watcher_type")):
         body.extend(int_struct.pack(self.watcher_type))
         return body
 
-    @classmethod
-    def deserialize(cls, buffer: bytes, offset: int) -> None:
-        return None
+    def deserialize(self, buffer: bytes, offset: int) -> None:
+        if self.then is not None:
+            self.then()
 
 
 class ForgetDataWatch(namedtuple("ForgetDataWatch", "path watcher_type then")):
@@ -169,7 +197,8 @@ class PersistentRouter:
 
     Written by callers' threads, read by kazoo's connection thread: every
     change replaces the mapping it touches (copy on write), so ``route``
-    reads without a lock.
+    reads without a lock. ``generation`` says which connection is up (the
+    hooks set it): what the server holds is known per connection.
     """
 
     def __init__(self) -> None:
@@ -178,6 +207,11 @@ class PersistentRouter:
         self._recursive: dict[str, frozenset[Fire]] = {}
         #: While a setWatches2 catch-up is under way: who hears every CHILD event.
         self._catch_up: frozenset[Fire] = frozenset()
+        #: Paths whose PERSISTENT addWatch the server took, by the connection it was
+        #: taken on: there it sends the path's CHILD events (the module note).
+        self._child_entries: dict[str, int] = {}
+        #: The connection up now (``KazooConnection.generation``), read on kazoo's thread.
+        self.generation: Callable[[], int] = lambda: 0
 
     def add(self, path: str, fire: Fire, recursive: bool) -> None:
         with self._lock:
@@ -221,10 +255,44 @@ class PersistentRouter:
         """(PERSISTENT paths, PERSISTENT_RECURSIVE paths) watched now."""
         return list(self._exact), list(self._recursive)
 
+    # -- what the server is sent (the module note) ------------------------
+    def adding(self, path: str, recursive: bool) -> AddWatch:
+        """The ``addWatch`` for a watcher of ``path``: recursive if any watcher there is."""
+        if recursive or path in self._recursive:
+            return AddWatch(path, PERSISTENT_RECURSIVE, lambda: self._child_entries.pop(path, None))
+        return AddWatch(path, PERSISTENT, lambda: self._took_child_entry(path))
+
+    def release(self, path: str) -> AddWatch | RemoveWatches | None:
+        """What to send once a mode's last watcher of ``path`` left.
+
+        Nothing while a recursive watcher stays (the server's watch serves
+        them all); a PERSISTENT ``addWatch`` when only exact ones stay (the
+        recursive one is no longer needed, and the child entry comes back);
+        ``removeWatches`` of type ANY when none stays (the caller checks that
+        no one-shot watch shares the path).
+        """
+        if path in self._recursive:
+            return None
+        if path in self._exact:
+            return self.adding(path, False)
+        return RemoveWatches(path, ANY, lambda: self._child_entries.pop(path, None))
+
+    def _took_child_entry(self, path: str) -> None:
+        # On kazoo's thread, as the reply is read: in order with the events around it.
+        self._child_entries[path] = self.generation()
+
+    def _child_entry(self, path: str) -> bool:
+        return self._child_entries.get(path) == self.generation()
+
+    # -- what the server sent ----------------------------------------------
     def route(self, event_type: int, path: str) -> list[Fire]:
         """The watchers an event of wire type ``event_type`` on ``path`` goes to."""
         if event_type == CHILD_EVENT:
-            return [*self._exact.get(path, ()), *self._catch_up]
+            # From our PERSISTENT watch's child entry, or else from a one-shot child
+            # watch (kazoo's, a catch-up's): exact watchers hear the CHILD events of
+            # one source only (made_child makes theirs when the entry is not there).
+            exact = self._exact.get(path, ()) if self._child_entry(path) else ()
+            return [*exact, *self._catch_up]
         if event_type not in NODE_EVENTS:
             return []
         found: list[Fire] = list(self._exact.get(path, ()))
@@ -233,3 +301,22 @@ class PersistentRouter:
             for candidate in ancestors(path):
                 found.extend(recursive.get(candidate, ()))
         return found
+
+    def made_child(self, event_type: int, path: str) -> tuple[str, list[Fire]] | None:
+        """The CHILD of ``path``'s parent its exact watchers get from this event, if any.
+
+        A CREATED or DELETED of a direct child reaches us through a recursive
+        watch; when the parent has exact watchers and the server holds no
+        child entry of ours there, it sends them no CHILD: it is made here.
+        """
+        if event_type not in _CHILDREN_CHANGE or path == "/" or not self._exact:
+            return None
+        parent = _paths.parent_of(path)
+        fires = self._exact.get(parent)
+        if not fires or self._child_entry(parent):
+            return None
+        return parent, list(fires)
+
+
+#: Wire events that change the parent's children: NodeCreated, NodeDeleted.
+_CHILDREN_CHANGE = frozenset({1, 2})
