@@ -30,7 +30,9 @@ so callers never need to import kazoo to handle ours.
     │   ├── SessionMovedError     the session moved to another server
     │   └── UnavailableError      not connected now: a face answers 503 / exits 69 at once
     ├── SessionLost               the session is gone, really or simulated: TERMINAL
-    │   └── LockLost              a lock this process held is gone with its session
+    │   ├── LockLost              a lock this process held is gone with its session
+    │   └── HolderSessionLost     a write as the holder of a node, refused unsent: the
+    │                             session that made the node is no longer the client's
     ├── RetriesExhaustedError     a retry policy gave up; __cause__ holds the last error
     └── NodeError                 a ZooKeeper answer about one node (carries .path)
         ├── NoNodeError
@@ -138,6 +140,16 @@ class SessionLost(ZkRecipesError):
 
 class LockLost(SessionLost):
     """A lock held by this process was lost with its session: another process may hold it now."""
+
+
+class HolderSessionLost(SessionLost):
+    """A write made as the holder of a node was refused before anything was sent.
+
+    The session that made the node (a queue claim, a lease, a registered
+    instance) is no longer this client's live session, so the node at that
+    path may be someone else's now, whatever its version says: nothing of the
+    write was sent, and nothing of it applied.
+    """
 
 
 class RetriesExhaustedError(ZkRecipesError):

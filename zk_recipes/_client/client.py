@@ -52,6 +52,7 @@ from zk_recipes import _metrics, _paths
 from zk_recipes._client.creates import CreateResult, Creator
 from zk_recipes._client.deletes import GuaranteedDeleter
 from zk_recipes._client.kazoo import KazooConnection, Pending, not_connected
+from zk_recipes._client.kazoo.bound import Still
 from zk_recipes._client.persistent import Established, PersistentWatch, PersistentWatches
 from zk_recipes._client.session import SessionTracker
 from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateListener
@@ -62,6 +63,7 @@ from zk_recipes._errors import (
     ConfigurationError,
     ConnectionLostError,
     ConnectTimeoutError,
+    HolderSessionLost,
     NoNodeError,
     RecipeUsageError,
     SessionLost,
@@ -676,16 +678,18 @@ class ZkClient:
         assert isinstance(result, CreateResult)
         return result.stat
 
-    def transaction(self) -> Transaction:
+    def transaction(self, *, session: int | None = None) -> Transaction:
         """A multi-transaction: operations applied all or none (``commit()`` or a ``with``).
 
         ``check``, ``create`` (any mode; ``protected``), ``set`` and
         ``delete``, each returning the transaction; the results per operation
-        after the commit. See ``zk_recipes._client.transaction`` and
-        docs/client.md.
+        after the commit. ``session``: commit as the holder of a node that
+        session made: sent only while it is this client's live session,
+        ``HolderSessionLost`` (nothing sent, nothing applied) otherwise. See
+        ``zk_recipes._client.transaction`` and docs/client.md.
         """
         self._usable()
-        return Transaction(self)
+        return Transaction(self, session=session)
 
     def add_watch(
         self,
@@ -837,53 +841,103 @@ class ZkClient:
     def _exists_abs(self, path: str) -> ZnodeStat | None:
         return self._live_conn().exists_async(path).result(self._op_timeout)
 
-    def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
-        _paths.validate_writable_path(path)
-        data = _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
-        return self._usable().set_async(self._abs(path), data, version).result(self._op_timeout)
+    def set(
+        self, path: str, data: bytes, version: int = -1, *, session: int | None = None
+    ) -> ZnodeStat:
+        """Set the node's data (at ``version``; -1: any).
+
+        ``session``: write as the holder of a node that session made (its
+        ``ephemeral_owner``): sent only while it is this client's live session,
+        ``HolderSessionLost`` (nothing sent) otherwise (docs/client.md).
+        """
+        return self.set_async(path, data, version, session=session).result(self._op_timeout)
 
     def delete(
-        self, path: str, version: int = -1, *, guaranteed: bool = False, recursive: bool = False
+        self,
+        path: str,
+        version: int = -1,
+        *,
+        guaranteed: bool = False,
+        recursive: bool = False,
+        session: int | None = None,
+        czxid: int | None = None,
     ) -> None:
-        """Delete a node.
+        """Delete a node. A missing node is not an error.
 
         ``guaranteed``: if the connection fails, keep retrying in the background
         until the node is gone (or belongs to someone else). ``recursive``:
-        delete the children first. A missing node is not an error.
+        delete the children first.
+
+        ``session``: delete as the holder of a node that session made (its
+        ``ephemeral_owner``): sent only while it is this client's live session.
+        Once it is not, the node went with it (or will), and may be someone
+        else's node now: nothing is sent, and ``HolderSessionLost`` is raised,
+        except for a guaranteed delete, whose work is then done. ``czxid``: the
+        node meant; a background attempt leaves a node with another ``czxid``
+        (made again at that path meanwhile) alone.
         """
         _paths.validate_writable_path(path)
-        self._usable()
+        conn = self._usable()
         full = self._abs(path)
         if recursive:
+            if session is not None or czxid is not None:
+                raise ConfigurationError("delete(recursive=True) takes no session= or czxid=")
             self.retry(lambda: self._delete_tree(full))
             return
-        session = self.session_id
+        still = None
+        if session is not None:
+            try:
+                still = self._tracker.holder_check(session, conn)
+            except HolderSessionLost:
+                if guaranteed:
+                    return  # the node goes with the session that made it
+                raise
+        owner = self.session_id if session is None else session
         state = self.state
         if guaranteed and (state is None or not state.is_connected):
             # No point waiting for a request that cannot be sent now.
             log.info(
                 "delete of %s queued until the connection is back",
                 path,
-                extra=fields("delete.queued", path=path, session_id=session),
+                extra=fields("delete.queued", path=path, session_id=owner),
             )
-            self._deleter.add(full, version, session)
+            self._deleter.add(full, version, owner, bound=session is not None, czxid=czxid)
             return
         try:
-            self._delete_abs(full, version)
+            self._delete_abs(full, version, still)
         except NoNodeError:
             pass
+        except HolderSessionLost:
+            if not guaranteed:
+                raise
         except (ConnectionLostError, ZkTimeoutError, SessionLost):
             if not guaranteed:
                 raise
             log.info(
                 "delete of %s failed; retrying in the background",
                 path,
-                extra=fields("delete.queued", path=path, session_id=session),
+                extra=fields("delete.queued", path=path, session_id=owner),
             )
-            self._deleter.add(full, version, session)
+            self._deleter.add(full, version, owner, bound=session is not None, czxid=czxid)
 
-    def _delete_abs(self, path: str, version: int) -> None:
-        self._live_conn().delete_async(path, version).result(self._op_timeout)
+    def _delete_abs(self, path: str, version: int, still: Still | None = None) -> None:
+        self._live_conn().delete_async(path, version, still).result(self._op_timeout)
+
+    def _holder_check(self, session: int) -> Still:
+        """The write-time check of a write as the holder of ``session``'s node (bound.py)."""
+        return self._tracker.holder_check(session, self._live_conn())
+
+    def cancel_pending_delete(self, path: str) -> bool:
+        """Drop a guaranteed delete of ``path`` still pending; True if there was one.
+
+        For a recipe that takes a node it had asked to delete back as its own
+        (a registration made again on the same session while the delete of the
+        earlier one waited for the connection): once this returns, no delete
+        of ``path`` queued before it will be sent (an attempt under way is
+        waited for, up to the connection timeout).
+        """
+        _paths.validate_writable_path(path)
+        return self._deleter.cancel(self._abs(path), self._op_timeout)
 
     def _delete_tree(self, full: str) -> None:
         try:
@@ -947,12 +1001,24 @@ class ZkClient:
         _paths.validate_path(path)
         return self._usable().exists_async(self._watched(path, watch), watch)
 
-    def delete_async(self, path: str, version: int = -1) -> Pending[None]:
-        """Send a delete without waiting (no guarantee: see ``delete(guaranteed=True)``)."""
-        _paths.validate_writable_path(path)
-        return self._usable().delete_async(self._abs(path), version)
+    def delete_async(
+        self, path: str, version: int = -1, *, session: int | None = None
+    ) -> Pending[None]:
+        """Send a delete without waiting (no guarantee: see ``delete(guaranteed=True)``).
 
-    def set_async(self, path: str, data: bytes, version: int = -1) -> Pending[ZnodeStat]:
+        ``session``: as the holder of that session's node (``delete``).
+        """
+        _paths.validate_writable_path(path)
+        conn = self._usable()
+        still = None if session is None else self._tracker.holder_check(session, conn)
+        return conn.delete_async(self._abs(path), version, still)
+
+    def set_async(
+        self, path: str, data: bytes, version: int = -1, *, session: int | None = None
+    ) -> Pending[ZnodeStat]:
+        """Send a set without waiting; ``session``: as the holder of its node (``set``)."""
         _paths.validate_writable_path(path)
         data = _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
-        return self._usable().set_async(self._abs(path), data, version)
+        conn = self._usable()
+        still = None if session is None else self._tracker.holder_check(session, conn)
+        return conn.set_async(self._abs(path), data, version, still)

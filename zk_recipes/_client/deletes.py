@@ -7,6 +7,16 @@ whenever the client is connected, until the node is gone. A node that now
 belongs to another session is never deleted: after our session was lost,
 a node at the same path may be someone else's.
 
+Each attempt deletes only the node it looked at: an ``exists`` first, then
+the delete at the version it saw (or the one asked for), so a node made
+again at the path in between is not taken for the one asked about; with a
+``czxid`` (the node the caller meant), a node with another one is left
+alone. A delete asked *as the holder* of a node (``bound``: a queue claim, a
+registered instance) goes out only on the session that made it
+(``kazoo/bound.py``); once that session has ended, the node went with it and
+the delete is done. ``cancel(path)`` drops a pending delete of a node the
+recipe took back as its own, waiting for an attempt under way.
+
 Logs (logger ``zk_recipes.client``, fields ``zk_event``/``zk_path``/``zk_session_id``):
 ``delete.queued`` when a delete goes to the background (the client logs
 it), ``delete.done`` when a background delete finished, ``delete.skipped``
@@ -22,7 +32,14 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
-from zk_recipes._errors import ConnectionLostError, NoNodeError, SessionLost, ZkRecipesError
+from zk_recipes._errors import (
+    BadVersionError,
+    ConnectionLostError,
+    HolderSessionLost,
+    NoNodeError,
+    SessionLost,
+    ZkRecipesError,
+)
 from zk_recipes._logfields import fields
 from zk_recipes._types import ZnodeStat
 
@@ -33,7 +50,10 @@ class _Deleting(Protocol):
     """What the deleter needs from the client (absolute paths)."""
 
     def _exists_abs(self, path: str) -> ZnodeStat | None: ...
-    def _delete_abs(self, path: str, version: int) -> None: ...
+    def _delete_abs(
+        self, path: str, version: int, still: Callable[[], bool] | None = None
+    ) -> None: ...
+    def _holder_check(self, session: int) -> Callable[[], bool]: ...
     def _wait_usable(self, timeout: float) -> bool: ...
     def _rel(self, path: str) -> str: ...
     @property
@@ -46,6 +66,10 @@ class _PendingDelete:
     version: int
     #: The session that owned the node when the delete was asked for (0 = any).
     session_id: int
+    #: Asked as the holder of ``session_id``'s node: sent on that session only.
+    bound: bool = False
+    #: The node meant (0: whichever is at the path).
+    czxid: int = 0
 
 
 class GuaranteedDeleter:
@@ -66,18 +90,40 @@ class GuaranteedDeleter:
         self._changed = threading.Condition(self._lock)
         self._worker: threading.Thread | None = None
         self._stopped = False
+        #: The path the worker is attempting now (``cancel`` waits for it).
+        self._attempting: str | None = None
 
-    def add(self, path: str, version: int, session_id: int) -> None:
+    def add(
+        self,
+        path: str,
+        version: int,
+        session_id: int,
+        *,
+        bound: bool = False,
+        czxid: int | None = None,
+    ) -> None:
         with self._lock:
             if self._stopped:
                 return
-            self._pending[path] = _PendingDelete(path, version, session_id)
+            self._pending[path] = _PendingDelete(path, version, session_id, bound, czxid or 0)
             self._changed.notify_all()
             if self._worker is None:
                 self._worker = threading.Thread(
                     target=self._run, name="zk-recipes guaranteed delete", daemon=True
                 )
                 self._worker.start()
+
+    def cancel(self, path: str, timeout: float) -> bool:
+        """Drop the pending delete of ``path``; True if there was one (see the module note).
+
+        An attempt under way on ``path`` is waited for (up to ``timeout``): once
+        this returns, nothing queued before it deletes ``path``.
+        """
+        with self._changed:
+            found = self._pending.pop(path, None) is not None
+            self._changed.notify_all()
+            self._changed.wait_for(lambda: self._attempting != path, timeout)
+            return found
 
     def pending(self) -> list[str]:
         with self._lock:
@@ -104,7 +150,8 @@ class GuaranteedDeleter:
             stat = client._exists_abs(item.path)
             if stat is not None:
                 owner = stat.ephemeral_owner
-                if owner and owner != (item.session_id or client.session_id):
+                holder = item.session_id or client.session_id
+                if (owner and owner != holder) or (item.bound and not owner):
                     log.info(
                         "not deleting %s: it now belongs to session %#x",
                         path,
@@ -112,9 +159,31 @@ class GuaranteedDeleter:
                         extra=fields("delete.skipped", path=path, session_id=owner),
                     )
                     return True
-                client._delete_abs(item.path, item.version)
+                if item.czxid and stat.czxid != item.czxid:
+                    log.info(
+                        "not deleting %s: the node there was made again since the delete was "
+                        "asked for",
+                        path,
+                        extra=fields("delete.skipped", path=path, session_id=owner),
+                    )
+                    return True
+                still = client._holder_check(item.session_id) if item.bound else None
+                version = stat.version if item.version == -1 else item.version
+                client._delete_abs(item.path, version, still)
         except NoNodeError:
             pass
+        except HolderSessionLost:
+            pass  # the holder's session ended: its node went with it
+        except BadVersionError:
+            if item.version == -1:
+                return False  # written since our look: look again
+            log.info(
+                "not deleting %s: it changed since version %d was asked for",
+                path,
+                item.version,
+                extra=fields("delete.skipped", path=path, session_id=item.session_id),
+            )
+            return True
         except (SessionLost, ConnectionLostError):
             return False
         except ZkRecipesError:
@@ -145,13 +214,19 @@ class GuaranteedDeleter:
                 continue
             failed = False
             for item in items:
-                if self.try_once(item):
+                with self._lock:
+                    if self._pending.get(item.path) is not item:
+                        continue  # cancelled, or asked again since
+                    self._attempting = item.path
+                try:
+                    done = self.try_once(item)
+                finally:
                     with self._lock:
-                        if self._pending.get(item.path) is item:
+                        self._attempting = None
+                        if done and self._pending.get(item.path) is item:
                             del self._pending[item.path]
                         self._changed.notify_all()
-                else:
-                    failed = True
+                failed = failed or not done
             if failed:
                 attempt += 1
                 with self._lock:

@@ -35,6 +35,10 @@ How it stays correct, the rules that KazooConnection wires in:
   lost in a drop). A send interrupted anywhere between its xid and its last
   byte (a signal handler that raises, an asynchronous exception) breaks the
   connection the same way, then lets the interruption go on up.
+- **A holder's write, on the holder's session only.** A request bound to
+  a session (``kazoo/bound.py``) is looked at under ``lock``, on a socket
+  whose handshake is over: if its session is not the connection's any
+  more, ``refuse`` fails it and nothing is written.
 - **No send inside a send.** A signal handler runs between two bytecodes of
   the thread it interrupts, so it may run inside a direct send, after its xid
   and before its last byte. A request the handler makes must not write a
@@ -88,6 +92,7 @@ class DirectSender:
         queue: Callable[[], Any],
         next_xid: Callable[[], int],
         on_sent: Callable[[int, int, float], None],
+        refuse: Callable[[Any, Any], bool] | None = None,
     ) -> None:
         #: Held by every writer of this connection, kazoo's thread included. Reentrant:
         #: kazoo may run a result's callbacks inline while failing pending requests.
@@ -98,6 +103,9 @@ class DirectSender:
         self._queue = queue
         self._next_xid = next_xid
         self._on_sent = on_sent
+        #: ``refuse(request, result)``: True when the request must not go out (its result
+        #: failed already).
+        self._refuse = refuse
         self._socket: socket.socket | None = None
         self._timeout = 0.0
         #: The thread writing a direct send now (its ident), while it holds ``lock``.
@@ -150,6 +158,8 @@ class DirectSender:
             sock = self._socket
             if sock is None or self._queue():
                 return False
+            if self._refuse is not None and self._refuse(request, result):
+                return True  # failed unsent: its session is not the holder's any more
             self._writer = me
             try:
                 xid = self._next_xid()

@@ -25,6 +25,14 @@ stat, None for the rest); not found, it was not, and it is sent again
 only while the session that sent it lives (it goes with that session). With
 no protected create that can tell, ``TransactionOutcomeUnknown`` says so:
 never a guessed success, never a blind resend.
+
+**As the holder.** ``ZkClient.transaction(session=...)`` binds the
+transaction to the session that made a node it writes as the holder of (a
+queue claim's ``check`` and the consumer's writes): it is sent only while that
+session is the client's (checked where the request is written,
+``kazoo/bound.py``), else ``HolderSessionLost`` and nothing was sent. A path
+and a version name a node only while its session lives: the next holder's
+node at the same path starts at the same version.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from zk_recipes._errors import (
     ClientStateError,
     ConfigurationError,
     ConnectionLostError,
+    HolderSessionLost,
     OperationTimeoutError,
     RecipeUsageError,
     SessionLost,
@@ -71,6 +80,8 @@ class _Client(Protocol):
 
     def _abs(self, path: str) -> str: ...
 
+    def _holder_check(self, session: int) -> Callable[[], bool]: ...
+
     def _rel(self, path: str) -> str: ...
 
     def _checked_data(self, data: object, path: str) -> bytes: ...
@@ -87,8 +98,10 @@ Results = list[CreateResult | ZnodeStat | str | None]
 class Transaction:
     """Operations to apply together; ``commit()`` (or the end of a ``with`` block) sends them."""
 
-    def __init__(self, client: _Client) -> None:
+    def __init__(self, client: _Client, *, session: int | None = None) -> None:
         self._client = client
+        #: Committed as the holder of this session's node (None: on any session).
+        self._session = session
         self._ops: list[TxOp] = []
         #: For each protected create: (index, parent, name prefix, ephemeral).
         self._protected: list[tuple[int, str, str, bool]] = []
@@ -174,11 +187,16 @@ class Transaction:
         for _attempt in range(2):
             try:
                 session = client.session_id
-                pending = client._usable().multi_async(self._ops)
-            except (ConnectionLostError, ClientStateError):
+                conn = client._usable()
+                holder = self._session
+                still = None if holder is None else client._holder_check(holder)
+                pending = conn.multi_async(self._ops, still)
+            except (ConnectionLostError, ClientStateError, HolderSessionLost):
                 raise  # not sent: nothing applied, and the caller decides
             try:
                 raw = pending.result(wait)
+            except HolderSessionLost:
+                raise  # refused unsent: nothing applied
             except (ConnectionLostError, OperationTimeoutError, SessionLost) as exc:
                 markers = self._markers(session, lost=isinstance(exc, SessionLost))
                 if not markers:

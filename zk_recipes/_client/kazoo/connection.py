@@ -43,6 +43,7 @@ from kazoo.retry import KazooRetry
 from zk_recipes import _errors as errors, _paths
 from zk_recipes._client.direct_send import DirectSender
 from zk_recipes._client.kazoo.attempts import RecordingLogger
+from zk_recipes._client.kazoo.bound import Bound, Still, refused
 from zk_recipes._client.kazoo.failures import not_connected, translate
 from zk_recipes._client.kazoo.hooks import install_hooks
 from zk_recipes._client.kazoo.multi import Multi, TxOp
@@ -170,6 +171,7 @@ class KazooConnection:
             queue=lambda: self._kz._queue,
             next_xid=self._next_xid,
             on_sent=self._on_direct_send,
+            refuse=refused,
         )
         self._direct_allowed = (
             tls is None and not settings.sasl and not settings.auth and not settings.read_only
@@ -508,16 +510,25 @@ class KazooConnection:
         raw = self._send(Exists(path, self._watcher(watch)), path)
         return Pending(raw, path, lambda r: stat_of(r) if r is not None else None, self)
 
-    def set_async(self, path: str, data: bytes, version: int = -1) -> Pending[ZnodeStat]:
-        raw = self._send(SetData(path, data, version), path)
+    def set_async(
+        self, path: str, data: bytes, version: int = -1, still: Still | None = None
+    ) -> Pending[ZnodeStat]:
+        raw = self._send(SetData(path, data, version), path, still)
         return Pending(raw, path, stat_of, self)
 
-    def delete_async(self, path: str, version: int = -1) -> Pending[None]:
-        raw = self._send(Delete(path, version), path)
+    def delete_async(
+        self, path: str, version: int = -1, still: Still | None = None
+    ) -> Pending[None]:
+        raw = self._send(Delete(path, version), path, still)
         return Pending(raw, path, lambda r: None, self)
 
-    def multi_async(self, ops: Sequence[TxOp]) -> Pending[list[tuple[object, ...]]]:
+    def multi_async(
+        self, ops: Sequence[TxOp], still: Still | None = None
+    ) -> Pending[list[tuple[object, ...]]]:
         """One multi of ``ops``; its results in order, stats ours, errors translated.
+
+        ``still``: written only while it says the holder's session is the
+        connection's (``bound.py``); ``HolderSessionLost`` otherwise, unsent.
 
         Each result: ``("create", path, stat | None)``, ``("set", stat)``,
         ``("delete",)``, ``("check",)``, or ``("error", error | None)`` when
@@ -557,7 +568,8 @@ class KazooConnection:
                     out.append(result)
             return out
 
-        return self._call(Multi(records), ops[0].path if ops else "/", convert)
+        path = ops[0].path if ops else "/"
+        return Pending(self._send(Multi(records), path, still), path, convert, self)
 
     def sync_async(self, path: str) -> Pending[None]:
         raw = self._send(Sync(path), path)
@@ -703,8 +715,12 @@ class KazooConnection:
     def _call(self, request: Any, path: str, convert: Callable[[Any], T]) -> Pending[T]:
         return Pending(self._send(request, path), path, convert, self)
 
-    def _send(self, request: Any, path: str) -> Any:
+    def _send(self, request: Any, path: str, still: Still | None = None) -> Any:
         """Send ``request``: written by this thread when it may, else through kazoo's queue.
+
+        ``still``: a write as the holder of a node, sent only while the holder's
+        session is the connection's (``bound.py``): checked now, and again by
+        whoever writes it.
 
         Every request of ours passes here, so this is where its size is checked:
         the server drops the connection of a request over its jute.maxbuffer
@@ -716,17 +732,25 @@ class KazooConnection:
         if len(body) + HEADER_BYTES > self._max_request:
             raise _paths.request_too_large(
                 REQUEST_NAMES.get(request.type, "ZooKeeper"),
-                path if self._event_path is None else self._event_path(path),
+                self._shown(path),
                 len(body) + HEADER_BYTES,
                 self._max_request,
             )
         raw = self._kz.handler.async_result()
+        if still is not None:
+            request = Bound(request, still, self._shown(path))
+            if refused(request, raw):
+                return raw
         if self._direct.send(request, raw, body):
             return raw
         self._admit(path)
         if self._kz._call(request, raw) is False:
             raise translate(raw.exception, path, stopped=self.stopping)
         return raw
+
+    def _shown(self, path: str) -> str:
+        """``path`` as callers name it (without the client's namespace)."""
+        return path if self._event_path is None else self._event_path(path)
 
     def _watcher(self, watch: WatchCallback | None) -> Callable[[Any], None] | None:
         if watch is None:

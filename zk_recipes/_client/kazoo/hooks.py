@@ -12,7 +12,9 @@ kazoo upgrade must re-read each of them (kazoo is pinned to 2.11.x for it):
 - ``._invoke``: the negotiated timeout and the socket for direct sends, read
   from the handshake's reply before anyone hears CONNECTED;
 - ``._send_request`` / ``._send_ping``: kazoo's writers take the direct
-  senders' lock, so writes never interleave;
+  senders' lock, so writes never interleave; a queued write bound to a
+  holder's session that is not the connection's any more is failed and
+  dropped there, unwritten (``bound.py``);
 - ``._connect_attempt``: a connection that ends takes the socket from direct senders;
 - ``._read`` / ``._write``: read and write first, wait only on EAGAIN (socket_io);
 - ``KazooClient._notify_pending``: a direct write stuck on a full socket fails
@@ -44,6 +46,7 @@ kazoo's thread, so they reach its underscored attributes as its methods would.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 from typing import Any, Protocol
@@ -52,6 +55,7 @@ from kazoo.protocol.serialization import Connect, Watch
 from kazoo.protocol.states import EVENT_TYPE_MAP, Callback, EventType, WatchedEvent
 
 from zk_recipes._client.direct_send import DirectSender
+from zk_recipes._client.kazoo.bound import refused
 from zk_recipes._client.kazoo.failures import broken, dropped, read_timed_out, write_timed_out
 from zk_recipes._client.kazoo.records import THROUGH_THE_LEADER
 from zk_recipes._client.kazoo.watches import PersistentRouter
@@ -160,6 +164,15 @@ def install_hooks(connection: Hooked) -> None:
 
     def _send_request(read_timeout: float, connect_timeout: float) -> Any:
         with direct.lock:
+            queue = connection._kz._queue
+            head = queue[0] if queue else None
+            if head is not None and refused(head[0], head[1]):
+                # Its holder's session ended: not written. One wake-up byte was sent
+                # with it; read it back, as kazoo does for a request it writes.
+                queue.popleft()
+                with contextlib.suppress(OSError):
+                    conn._read_sock.recv(1)
+                return None
             return send_request(read_timeout, connect_timeout)
 
     def _send_ping(connect_timeout: float) -> Any:
