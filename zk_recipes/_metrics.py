@@ -137,10 +137,16 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
         ("queue",),
         "Queue nodes whose items the consumer returned from",
     ),
-    "zk_recipes_queue_items_requeued_total": (
+    "zk_recipes_queue_items_retried_total": (
         "counter",
         ("queue",),
-        "Queue nodes put back because the consumer raised (lock path)",
+        "Failed attempts at a queue node (the consumer raised, or its writes were refused) "
+        "that will be tried again after a back-off (lock path)",
+    ),
+    "zk_recipes_queue_items_dead_total": (
+        "counter",
+        ("queue",),
+        "Queue nodes moved to the dead letters (<path>-dead) after max_attempts failed attempts",
     ),
     "zk_recipes_queue_consumer_seconds": (
         "histogram",
@@ -166,7 +172,8 @@ OBSERVED = ("zk_recipes_queue_consumer_seconds",)
 COUNTED = (
     "zk_recipes_queue_items_put_total",
     "zk_recipes_queue_items_consumed_total",
-    "zk_recipes_queue_items_requeued_total",
+    "zk_recipes_queue_items_retried_total",
+    "zk_recipes_queue_items_dead_total",
     "zk_recipes_queue_claims_lost_total",
     "zk_recipes_service_registrations_total",
     "zk_recipes_service_reregistrations_total",

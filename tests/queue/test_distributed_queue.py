@@ -67,7 +67,9 @@ def test_with_a_lock_path_a_raising_consumer_gets_the_item_again(zk_client: ZkCl
         context.transaction().create("/dq/side-effect", value)  # committed with the delete
         done.set()
 
-    with DistributedQueue(zk_client, "/dq/requeue", flaky, lock_path="/dq/requeue-locks") as q:
+    with DistributedQueue(
+        zk_client, "/dq/requeue", flaky, lock_path="/dq/requeue-locks", retry_backoff=0.01
+    ) as q:
         q.put(b"job")
         assert done.wait(20)
         # Committed with the item's delete, after the consumer returned.

@@ -42,7 +42,7 @@ _CONSUMER = textwrap.dedent(
     class Lost(logging.Handler):
         def emit(self, record):
             message = record.getMessage()
-            if "claim was lost" in message or "session ended at its commit" in message:
+            if "claim was lost" in message or "claim may be lost" in message:
                 log.write("lost " + message.split()[2].rstrip(":") + "\\n")
 
     logging.getLogger("zk_recipes.queue").addHandler(Lost())

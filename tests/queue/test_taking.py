@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from zk_recipes import BYTES, DistributedQueue, ItemContext
-from zk_recipes._queue.taking import Taker
+from zk_recipes._queue.taking import Outcome, Taker
 from zk_recipes.testing import TcpProxy, ZooKeeperServer, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
@@ -39,7 +39,7 @@ def test_a_claim_whose_create_reply_was_lost_is_ours_and_the_item_is_consumed(
         got.append((value, context.fencing_token))
 
     taker = Taker(client, "/tq", "/tq-locks", consume, BYTES)
-    taken: list[bool] = []
+    taken: list[Outcome] = []
     proxied.drop_replies()
     thread = threading.Thread(target=lambda: taken.append(taker.take_claimed(name)))
     thread.start()
@@ -50,7 +50,7 @@ def test_a_claim_whose_create_reply_was_lost_is_ours_and_the_item_is_consumed(
     assert stat.ephemeral_owner == client.session_id
     proxied.heal()  # the connection is reset: the client comes back on the same session
     thread.join(30)
-    assert taken == [True]  # ours, not "another consumer's"
+    assert taken == [Outcome.TAKEN]  # ours, not "another consumer's"
     assert got == [(b"x", stat.czxid)]  # consumed once, under the claim the server made
     assert checker.get_children("/tq") == []
     wait_until(lambda: checker.get_children("/tq-locks") == [], "the claim deleted")

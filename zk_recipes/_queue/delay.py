@@ -61,6 +61,10 @@ class DelayQueue(DistributedQueue[T]):
             *,
             lock_path: str | None = None,
             max_items: int | None = None,
+            max_attempts: int | None = 5,
+            retry_backoff: float = 1.0,
+            retry_backoff_max: float = 60.0,
+            batch: int = 1,
         ) -> None: ...
 
         @overload
@@ -73,18 +77,22 @@ class DelayQueue(DistributedQueue[T]):
             lock_path: str | None = None,
             serializer: QueueSerializer[T],
             max_items: int | None = None,
+            max_attempts: int | None = 5,
+            retry_backoff: float = 1.0,
+            retry_backoff_max: float = 60.0,
+            batch: int = 1,
         ) -> None: ...
 
         def __init__(self, *args: Any, **kwargs: Any) -> None: ...
 
     def put(  # type: ignore[override]
-        self, item: T, timeout: float | None = None, *, delay_until_ms: int
+        self, item: T, *, timeout: float | None = None, delay_until_ms: int
     ) -> str:
         """Put one item, to be consumed no earlier than ``delay_until_ms`` (epoch ms)."""
         return self._put_node([item], delay_prefix(delay_until_ms), timeout)
 
     def put_multi(  # type: ignore[override]
-        self, items: Sequence[T], timeout: float | None = None, *, delay_until_ms: int
+        self, items: Sequence[T], *, timeout: float | None = None, delay_until_ms: int
     ) -> str:
         return self._put_node(items, delay_prefix(delay_until_ms), timeout)
 

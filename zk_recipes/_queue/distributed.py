@@ -6,49 +6,53 @@ item bytes of ``items.py``; ``put_multi`` puts several items in one node),
 and with a lock path the claims ``<lock_path>/<item name>`` (EPHEMERAL, our
 owner JSON as our locks write: ``holders()`` shows them; Curator writes its
 IP address). A Curator DistributedQueue on the same paths consumes what we
-put, and the reverse.
+put, and the reverse. Ours add ``<path>-puts`` (the producers' markers),
+``<path>-dead`` (dead letters) and ``<path>-corrupted``.
 
-**Putting, safely retried.** A put is one ``multi``: the item, a protected
-ephemeral marker of this producer under ``<path>-puts``, and the delete of
-its previous marker. A lost reply is answered by the marker (our
-transaction's recovery): the item was put once, or is put again; never
-twice, never lost. One request per put, and at most one marker per producer.
+**Putting, exactly once** (``putting.py``): one ``multi`` with a marker of
+the producer that answers a lost reply. ``max_items`` bounds the queue as
+each producer sees it before it puts: racing producers can each find room,
+so the queue may hold up to ``max_items + producers - 1`` nodes (Curator's
+bound is as loose).
 
 **Consuming with a lock path** (at-least-once, and told when a duplicate is
 possible):
 
-1. claim: create ``<lock_path>/<item>`` EPHEMERAL; a claim of ours whose
-   reply was lost is ours (its owner is our session), not "someone else's"
-   (Curator skips the item for the session's life);
+1. claim: create ``<lock_path>/<item>`` EPHEMERAL; a claim whose reply was
+   lost is ours when it carries our bytes on our live session (Curator takes
+   it for someone else's and skips the item for the session's life);
 2. read the item and call ``consumer(value, context)``; ``context`` has the
    claim's fencing token (its ``czxid``), ``lost`` (set on SUSPENDED or LOST
-   while the consumer runs: the claim may be gone), and ``transaction()``: the
-   consumer's own writes, committed with the item's delete;
+   while the consumer runs: the claim may be gone), ``attempt``, and
+   ``transaction()``: the consumer's own writes, committed with the item's
+   delete;
 3. returned: one transaction {check the claim; the consumer's writes; delete
-   the item}. If the claim was lost meanwhile (the session ended: another
-   consumer may have the item now), it fails and nothing of it applies: the
-   consumer is told (``lost``, a warning, ``zk_recipes_queue_claims_lost_total``);
-4. raised: one transaction {check the claim; delete the item; put it back
-   as a new ``queue-`` node} (Curator's REQUEUE);
-5. the claim is deleted. A consumer killed mid-item leaves its claim until
-   its session ends, then the item is consumed by another: nothing is lost.
+   the item; delete the claim}, **sent only on the claim's session**
+   (``taking.py``): once that session has ended, the next consumer's claim
+   may sit at the same path with the same version, so nothing of it is sent.
+   The consumer is told (``lost``, a warning, ``zk_recipes_queue_claims_lost_total``);
+4. raised (or its writes refused): a failed attempt, counted in the item's
+   node; tried again after a back-off, then set aside as a dead letter
+   (``retrying.py``);
+5. a consumer killed mid-item leaves its claim until its session ends; the
+   other consumers watch claims they met when they go idle, so the item is
+   taken as soon as the claim goes, on an idle queue too.
 
 **Without a lock path** (Curator's at-most-once): read, delete (at its
-version), then consume. A delete whose reply was lost and whose retry finds
-NoNode delivers the item anyway (at-least-once for that case): Curator
-drops it.
+version), then consume, ``batch`` items at a time (1 by default: a crash
+loses at most the item in hand; Curator's bound). A delete whose reply was
+lost and whose retry finds NoNode delivers the item anyway (at-least-once for
+that case): Curator drops it.
 
 Several consumers of one queue take in order until they race each other,
-then spread out (racing.py).
-
-A node whose bytes do not parse is moved aside, to ``<path>-corrupted``
-(copied there before it is deleted as a consumed item would be), and logged
-with its path: never dropped.
+then spread out (racing.py). A node whose bytes do not parse is moved aside,
+to ``<path>-corrupted``, and logged with its path: never dropped.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import threading
 import time
@@ -57,7 +61,6 @@ from typing import Any, Generic, TypeVar, overload
 
 from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
-from zk_recipes._client.creates import CreateResult
 from zk_recipes._client.states import ConnectionState, StateChange
 from zk_recipes._errors import (
     ClientStateError,
@@ -68,16 +71,19 @@ from zk_recipes._errors import (
     OperationTimeoutError,
     RecipeUsageError,
     SessionLost,
-    TransactionFailedError,
+    WrongTypeError,
     ZkRecipesError,
     ZkTimeoutError,
 )
 from zk_recipes._internals.args import require_client
+from zk_recipes._queue import dead_letters
 from zk_recipes._queue.items import BYTES, CorruptedItemError, QueueSerializer, from_bytes, to_bytes
+from zk_recipes._queue.putting import Putter
 from zk_recipes._queue.racing import Pace
+from zk_recipes._queue.retrying import MAX_HELD, RetryPolicy
 from zk_recipes._queue.simple import _StateWake, _Wake
 from zk_recipes._queue.taking import PREFIX, ItemContext, Taker
-from zk_recipes._types import CreateMode
+from zk_recipes._types import WatchEvent, mark_inline
 
 log = logging.getLogger("zk_recipes.queue")
 
@@ -90,7 +96,15 @@ _WARN_CHILDREN = _JAVA_LIST_LIMIT * 8 // 10
 
 
 class DistributedQueue(Generic[T]):
-    """A FIFO of items at ``path``; ``put`` from anywhere, a ``consumer`` thread takes them."""
+    """A FIFO of items at ``path``; ``put`` from anywhere, a ``consumer`` thread takes them.
+
+    ``consumer(value, context)`` runs on the queue's own thread. ``lock_path``:
+    claim each item first (at-least-once, a failing item tried again, then a
+    dead letter: ``max_attempts``, ``retry_backoff``, ``retry_backoff_max``);
+    without it, at-most-once, ``batch`` items deleted at a time. ``serializer``
+    turns values into item bytes (``BYTES``, ``JSON``); ``max_items`` makes
+    ``put`` wait while the queue is full.
+    """
 
     @overload
     def __init__(
@@ -101,6 +115,10 @@ class DistributedQueue(Generic[T]):
         *,
         lock_path: str | None = None,
         max_items: int | None = None,
+        max_attempts: int | None = 5,
+        retry_backoff: float = 1.0,
+        retry_backoff_max: float = 60.0,
+        batch: int = 1,
     ) -> None: ...
 
     @overload
@@ -113,6 +131,10 @@ class DistributedQueue(Generic[T]):
         lock_path: str | None = None,
         serializer: QueueSerializer[T],
         max_items: int | None = None,
+        max_attempts: int | None = 5,
+        retry_backoff: float = 1.0,
+        retry_backoff_max: float = 60.0,
+        batch: int = 1,
     ) -> None: ...
 
     def __init__(
@@ -124,30 +146,42 @@ class DistributedQueue(Generic[T]):
         lock_path: str | None = None,
         serializer: QueueSerializer[Any] = BYTES,
         max_items: int | None = None,
+        max_attempts: int | None = 5,
+        retry_backoff: float = 1.0,
+        retry_backoff_max: float = 60.0,
+        batch: int = 1,
     ) -> None:
         self.client = require_client(client, "DistributedQueue")
         self.path = _paths.validate_path(path, what="the queue's path")
         self.lock_path = (
             None if lock_path is None else _paths.validate_path(lock_path, what="lock_path")
         )
-        if consumer is not None and not callable(consumer):
-            raise ConfigurationError(f"consumer must be callable, got {consumer!r}")
+        if consumer is not None:
+            _check_consumer(consumer)
         if max_items is not None and (isinstance(max_items, bool) or max_items < 1):
             raise ConfigurationError(f"max_items must be None or >= 1, got {max_items!r}")
+        if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 64:
+            raise ConfigurationError(f"batch must be an int from 1 to 64, got {batch!r}")
+        if batch != 1 and self.lock_path is not None:
+            raise ConfigurationError(
+                "batch= is for a queue without a lock path (at-most-once): with one, each "
+                "item is claimed and committed on its own"
+            )
+        policy = RetryPolicy(max_attempts, retry_backoff, retry_backoff_max)
         self._taker = (
             None
             if consumer is None
-            else Taker(self.client, self.path, self.lock_path, consumer, serializer)
+            else Taker(self.client, self.path, self.lock_path, consumer, serializer, policy, batch)
         )
         self._serializer = serializer
         self._max_items = max_items
-        self._marker_dir = self.path + "-puts"
-        self._marker: tuple[str, int] | None = None  # (path, session) of our last put marker
-        self._put_lock = threading.Lock()
+        self._putter = Putter(self.client, self.path, lambda: self._make_dir(self.path))
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._state_wake = _StateWake(self._wake)
+        #: Claims met where this consumer went idle, watched until they go (racing.py).
+        self._claim_watch = _ClaimWatch(self._wake)
         self._started = False
         self._warned_at = -1e9
         #: Item nodes at this process's last listing (the queue-length gauge); None: not yet.
@@ -177,7 +211,11 @@ class DistributedQueue(Generic[T]):
             self.client.create(path, parents=True)
 
     def close(self, timeout: float = 30.0) -> None:
-        """Stop consuming: the item in progress is finished first (up to ``timeout``)."""
+        """Stop consuming: the item in progress is finished first (up to ``timeout``).
+
+        Items waiting for their next attempt are let go (their claims
+        deleted; their count of attempts stays in their nodes).
+        """
         self._stop.set()
         self._wake.set()
         _metrics.queues.discard(self)
@@ -185,11 +223,9 @@ class DistributedQueue(Generic[T]):
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
-        marker, self._marker = self._marker, None
-        if marker is not None:
-            # Ephemeral: if this fails, it goes with the session.
-            with contextlib.suppress(ZkRecipesError):
-                self.client.delete(marker[0])
+        if self._taker is not None and (thread is None or not thread.is_alive()):
+            self._taker.release_held()
+        self._putter.close()
 
     def __enter__(self: _Q) -> _Q:
         return self if self._started else self.start()
@@ -198,19 +234,24 @@ class DistributedQueue(Generic[T]):
         self.close()
 
     # -- putting -----------------------------------------------------------
-    def put(self, item: T, timeout: float | None = None) -> str:
+    def put(self, item: T, *, timeout: float | None = None) -> str:
         """Put one item; with ``max_items``, wait up to ``timeout`` while the queue is full."""
-        return self.put_multi([item], timeout)
+        return self.put_multi([item], timeout=timeout)
 
-    def put_multi(self, items: Sequence[T], timeout: float | None = None) -> str:
+    def put_multi(self, items: Sequence[T], *, timeout: float | None = None) -> str:
         """Put ``items`` as one node (consumed one by one, in order); returns its path."""
         return self._put_node(items, PREFIX, timeout)
 
     def _put_node(self, items: Sequence[T], prefix: str, timeout: float | None) -> str:
+        if isinstance(items, (str, bytes, bytearray)) or not isinstance(items, Sequence):
+            raise WrongTypeError(
+                f"put_multi takes a sequence of items (a list), got {type(items).__name__}"
+            )
         data = to_bytes([self._serializer.serialize(item) for item in items])
         self._wait_for_room(timeout)
-        with self._put_lock:
-            return self._put(data, prefix)
+        path = self._putter.put(data, prefix)
+        _metrics.count("zk_recipes_queue_items_put_total", queue=self.path)
+        return path
 
     # -- what the priority, delay and id queues change ---------------------------
     def _order(self, names: list[str]) -> list[str]:
@@ -220,37 +261,6 @@ class DistributedQueue(Generic[T]):
     def _ready(self, names: list[str]) -> tuple[list[str], float | None]:
         """The items to consume now, and the seconds until the next one is (None: no wait)."""
         return names, None
-
-    def _put(self, data: bytes, prefix: str = PREFIX) -> str:
-        client = self.client
-        # Each retry below fixes one missing thing (a directory reaped, a marker gone).
-        for _attempt in range(5):
-            tx = client.transaction()
-            tx.create(_paths.join(self.path, prefix), data, mode=CreateMode.PERSISTENT_SEQUENTIAL)
-            tx.create(
-                _paths.join(self._marker_dir, "put"), mode=CreateMode.EPHEMERAL, protected=True
-            )
-            previous = self._marker
-            if previous is not None and previous[1] == client.session_id:
-                tx.delete(previous[0])
-            try:
-                results = tx.commit(stats=False)  # the paths are all a put needs
-            except TransactionFailedError as exc:
-                if isinstance(exc.cause, NoNodeError) and exc.index == 1:
-                    client.retry(lambda: client.ensure_path(self._marker_dir))
-                    continue  # the marker's directory was reaped: made again
-                if isinstance(exc.cause, NoNodeError) and exc.index == 2:
-                    self._marker = None  # our last marker went with its session
-                    continue
-                if isinstance(exc.cause, NoNodeError) and exc.index == 0:
-                    self._make_dir(self.path)  # deleted since start(): made again
-                    continue
-                raise
-            marker, item = _path_of(results[1]), _path_of(results[0])
-            self._marker = (marker, client.session_id) if marker is not None else None
-            _metrics.count("zk_recipes_queue_items_put_total", queue=self.path)
-            return item if item is not None else self.path
-        raise ConnectionLostError(f"could not put an item into {self.path}; try again")
 
     def _wait_for_room(self, timeout: float | None) -> None:
         if self._max_items is None:
@@ -268,6 +278,19 @@ class DistributedQueue(Generic[T]):
                     f"{timeout:g} s: nothing was put"
                 )
             wake.wait(left)
+
+    # -- dead letters (retrying.py, dead_letters.py) ------------------------------
+    def dead_letters(self) -> list[dead_letters.DeadLetter]:
+        """Items set aside after ``max_attempts`` failed attempts, oldest first."""
+        return dead_letters.dead_letters(self.client, self.path)
+
+    def requeue_dead(self, names: Sequence[str] | None = None) -> int:
+        """Put dead letters back into the queue (all, or those ``names``); how many."""
+        return dead_letters.requeue(self.client, self.path, names)
+
+    def purge_dead(self, names: Sequence[str] | None = None) -> int:
+        """Delete dead letters (all, or those ``names``); how many."""
+        return dead_letters.purge(self.client, self.path, names)
 
     # -- reading without consuming -------------------------------------------
     def __len__(self) -> int:
@@ -350,17 +373,27 @@ class DistributedQueue(Generic[T]):
             running = self._taker.running if self._taker is not None else None
             if running is not None and running.fencing_token is not None:
                 running.lost.set()
+        self._claim_watch.forget()  # a new connection has none of our one-shot watches
         self._wake.set()  # a reconnect lists again: a dropped watch says nothing
 
     def _consume_loop(self) -> None:
         watch = _Wake(self._wake)
-        assert self._taker is not None
-        pace = Pace(self._taker, self._stop)  # in order alone, spread out when raced
+        taker = self._taker
+        assert taker is not None
+        pace = Pace(taker, self._stop)  # in order alone, spread out when raced
         while not self._stop.is_set():
             self._wake.clear()
             try:
+                retry_in = taker.retry_due() if taker.held else None
                 ready, due_in = self._ready(self._order(self._names(watch)))
-                pace.take(ready)
+                if taker.held:
+                    ready = [name for name in ready if name not in taker.held]
+                if len(taker.held) < MAX_HELD:
+                    self._watch_claims(pace.take(ready))
+                if taker.held:
+                    retry_in = min(h.wait() for h in taker.held.values())
+                if retry_in is not None:
+                    due_in = retry_in if due_in is None else min(due_in, retry_in)
             except (ConnectionLostError, OperationTimeoutError, SessionLost, ClientStateError):
                 due_in = None  # looked at again once connected
             except Exception:
@@ -368,18 +401,77 @@ class DistributedQueue(Generic[T]):
                 log.exception("the consumer loop of %s failed on an item; going on", self.path)
             state = self.client.state
             pause = None if state is not None and state.is_connected else 0.2
-            if due_in is not None:  # a delayed item falls due: wake then, or at a change
+            if due_in is not None:  # a delayed item or a retry falls due: wake then, or at a change
                 pause = due_in if pause is None else min(pause, due_in)
             self._wake.wait(pause)
+
+    def _watch_claims(self, names: list[str]) -> None:
+        """Watch the claims a pass met and went idle on: the loop wakes when one goes."""
+        assert self.lock_path is not None or not names
+        for name in names:
+            claim = _paths.join(self.lock_path or "/", name)
+            if not self._claim_watch.arm(claim):
+                continue  # watched already
+            if self.client.exists(claim, watch=self._claim_watch) is None:
+                self._claim_watch.fired(claim)  # gone meanwhile: list again now
 
     def __repr__(self) -> str:  # the priority, delay and id queues' too
         return f"<{type(self).__name__} {self.path}>"
 
 
-def _path_of(result: object) -> str | None:
-    """A create's path from a transaction's result (a str, or a CreateResult when recovered)."""
-    if isinstance(result, str):
-        return result
-    if isinstance(result, CreateResult):
-        return result.path
-    return None
+def _check_consumer(consumer: object) -> None:
+    """Refuse a consumer that cannot be called as ``consumer(value, context)``, at once."""
+    if not callable(consumer):
+        raise ConfigurationError(f"consumer must be callable, got {consumer!r}")
+    try:
+        signature = inspect.signature(consumer)
+    except (TypeError, ValueError):
+        return  # a builtin or an extension: nothing to check
+    try:
+        signature.bind(object(), object())
+    except TypeError as exc:
+        raise WrongTypeError(
+            f"the consumer {consumer!r} cannot be called as consumer(value, context): {exc}. "
+            "A queue's consumer takes the item's value and its ItemContext, e.g. "
+            "def consume(value, context): ..."
+        ) from None
+
+
+class _ClaimWatch:
+    """Exists watches on claims of other consumers; one wakes the loop when its claim goes.
+
+    A watch callback (on the connection thread: ``mark_inline``): it only
+    notes the claim as not watched any more and wakes the consumer loop.
+    """
+
+    def __init__(self, wake: threading.Event) -> None:
+        self._wake = wake
+        self._lock = threading.Lock()
+        self._armed: set[str] = set()
+
+    def arm(self, claim: str) -> bool:
+        """Note a watch about to be set on ``claim``; False if one is set already."""
+        with self._lock:
+            if claim in self._armed:
+                return False
+            self._armed.add(claim)
+            return True
+
+    def fired(self, claim: str) -> None:
+        with self._lock:
+            self._armed.discard(claim)
+        self._wake.set()
+
+    def forget(self) -> None:
+        with self._lock:
+            self._armed.clear()
+
+    def __call__(self, event: WatchEvent) -> None:
+        if event.path is not None:
+            self.fired(event.path)
+        else:
+            self.forget()
+            self._wake.set()
+
+
+mark_inline(_ClaimWatch)

@@ -10,16 +10,21 @@ item can never be removed). An item put back keeps its id, as in Curator.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
-from zk_recipes._errors import ConfigurationError, NoNodeError
+from zk_recipes._errors import (
+    ConfigurationError,
+    TransactionFailedError,
+    TransactionOutcomeUnknown,
+)
 from zk_recipes._queue.distributed import Consumer, DistributedQueue
 from zk_recipes._queue.items import QueueSerializer
 from zk_recipes._queue.taking import PREFIX
+from zk_recipes._types import CreateMode
 
 T = TypeVar("T")
 
@@ -50,6 +55,10 @@ class IdQueue(DistributedQueue[T]):
             *,
             lock_path: str | None = None,
             max_items: int | None = None,
+            max_attempts: int | None = 5,
+            retry_backoff: float = 1.0,
+            retry_backoff_max: float = 60.0,
+            batch: int = 1,
         ) -> None: ...
 
         @overload
@@ -62,33 +71,60 @@ class IdQueue(DistributedQueue[T]):
             lock_path: str | None = None,
             serializer: QueueSerializer[T],
             max_items: int | None = None,
+            max_attempts: int | None = 5,
+            retry_backoff: float = 1.0,
+            retry_backoff_max: float = 60.0,
+            batch: int = 1,
         ) -> None: ...
 
         def __init__(self, *args: Any, **kwargs: Any) -> None: ...
 
     def put(  # type: ignore[override]
-        self, item: T, timeout: float | None = None, *, item_id: str
+        self, item: T, *, timeout: float | None = None, item_id: str
     ) -> str:
         """Put one item under ``item_id``."""
         return self._put_node([item], f"{PREFIX}|{fixed_id(item_id)}|", timeout)
 
     def put_multi(  # type: ignore[override]
-        self, items: Sequence[T], timeout: float | None = None, *, item_id: str
+        self, items: Sequence[T], *, timeout: float | None = None, item_id: str
     ) -> str:
         return self._put_node(items, f"{PREFIX}|{fixed_id(item_id)}|", timeout)
 
     def remove(self, item_id: str) -> int:
-        """Delete every item with ``item_id`` not consumed yet; how many were deleted."""
+        """Delete every item with ``item_id`` not consumed yet; how many were deleted.
+
+        With a lock path, an item a consumer has claimed is left to it (it is
+        running: its consumer commits or fails it as usual) and is not counted.
+        Each other item goes in one transaction that claims it, deletes it and
+        deletes the claim: never under a consumer that took it meanwhile.
+        """
         wanted = fixed_id(item_id)
+        client = self.client
         removed = 0
         for name in self._names():
-            if id_of(name) == wanted:
-                with contextlib.suppress(NoNodeError):
-                    self.client.delete_async(_paths.join(self.path, name)).result(
-                        self.client.settings.connection_timeout
-                    )
-                    removed += 1
+            if id_of(name) != wanted:
+                continue
+            item = _paths.join(self.path, name)
+            try:
+                self._remove(name)
+            except TransactionFailedError:
+                continue  # claimed by a consumer (running), or consumed meanwhile
+            except TransactionOutcomeUnknown:
+                if client.retry(functools.partial(client.exists, item)) is not None:
+                    continue  # not applied
+            removed += 1
         return removed
+
+    def _remove(self, name: str) -> None:
+        """One transaction: claim ``name`` (with a lock path), delete it, delete the claim."""
+        tx = self.client.transaction()
+        item = _paths.join(self.path, name)
+        if self.lock_path is not None:
+            claim = _paths.join(self.lock_path, name)
+            tx.create(claim, mode=CreateMode.EPHEMERAL).delete(item).delete(claim)
+        else:
+            tx.delete(item)
+        tx.commit(stats=False)
 
     def _order(self, names: list[str]) -> list[str]:
         return sorted(names, key=lambda name: name[-10:])

@@ -7,6 +7,12 @@ byte ``0x02``. ``put("hello")`` is ``00010001 01 00000005 68656c6c6f 02``;
 raise ``CorruptedItemError`` (Curator logs "Corrupted queue item" and
 deletes the node: we move it aside instead, see DistributedQueue).
 
+**Attempts, after the end.** A node whose consumer failed carries, after the
+end byte, a trailer: ``ZKR1``, int32 BE attempts so far, int32 BE length and
+the last error as UTF-8 (at most ``ERROR_BYTES``). Curator's ItemSerializer
+stops reading at the end byte, so a Curator consumer reads such a node as the
+same items; ours reads the count, so it survives the consumer that made it.
+
 A ``QueueSerializer`` turns values into an item's bytes and back: ``BYTES``
 (the default: bytes as they are) and ``JSON`` (UTF-8 JSON text, what a Java
 peer's Jackson-based ``QueueSerializer`` reads). No pickle: a queue is read
@@ -26,6 +32,9 @@ VERSION = 0x00010001
 _ITEM = 0x01
 _END = 0x02
 _INT = struct.Struct(">i")
+_TRAILER = b"ZKR1"
+#: The longest last error a trailer keeps (UTF-8 bytes; longer ones are cut).
+ERROR_BYTES = 1000
 
 T = TypeVar("T")
 
@@ -49,6 +58,33 @@ def to_bytes(items: Sequence[bytes]) -> bytes:
 
 def from_bytes(data: bytes) -> list[bytes]:
     """The items of one node; CorruptedItemError saying where it is wrong."""
+    return _parse(data)[0]
+
+
+def split(data: bytes) -> tuple[bytes, int, str]:
+    """``(items' bytes without the trailer, attempts so far, last error)``: the module note.
+
+    CorruptedItemError as ``from_bytes``; a trailer that does not parse counts
+    as none (another writer's bytes after the end: Curator ignores them too).
+    """
+    _items, end = _parse(data)
+    body, rest = data[:end], data[end:]
+    if len(rest) < 12 or rest[:4] != _TRAILER:
+        return body, 0, ""
+    (attempts,) = _INT.unpack_from(rest, 4)
+    (size,) = _INT.unpack_from(rest, 8)
+    error = rest[12 : 12 + max(0, size)].decode("utf-8", "replace")
+    return body, max(0, attempts), error
+
+
+def with_trailer(body: bytes, attempts: int, error: str) -> bytes:
+    """``body`` (a node's items, no trailer) with a trailer: ``attempts`` so far, ``error``."""
+    raw = error.encode("utf-8")[:ERROR_BYTES]
+    return body + _TRAILER + _INT.pack(attempts) + _INT.pack(len(raw)) + raw
+
+
+def _parse(data: bytes) -> tuple[list[bytes], int]:
+    """The items, and the offset just after the end byte."""
     if len(data) < 5:
         raise CorruptedItemError(f"{len(data)} bytes: too short for a queue item")
     (version,) = _INT.unpack_from(data, 0)
@@ -60,7 +96,7 @@ def from_bytes(data: bytes) -> list[bytes]:
         opcode = data[offset]
         offset += 1
         if opcode == _END:
-            return items
+            return items, offset
         if opcode != _ITEM or offset + 4 > len(data):
             raise CorruptedItemError(f"opcode {opcode:#04x} at byte {offset - 1}")
         (size,) = _INT.unpack_from(data, offset)

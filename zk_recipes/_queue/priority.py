@@ -46,6 +46,10 @@ class PriorityQueue(DistributedQueue[T]):
             *,
             lock_path: str | None = None,
             max_items: int | None = None,
+            max_attempts: int | None = 5,
+            retry_backoff: float = 1.0,
+            retry_backoff_max: float = 60.0,
+            batch: int = 1,
         ) -> None: ...
 
         @overload
@@ -58,16 +62,20 @@ class PriorityQueue(DistributedQueue[T]):
             lock_path: str | None = None,
             serializer: QueueSerializer[T],
             max_items: int | None = None,
+            max_attempts: int | None = 5,
+            retry_backoff: float = 1.0,
+            retry_backoff_max: float = 60.0,
+            batch: int = 1,
         ) -> None: ...
 
         def __init__(self, *args: Any, **kwargs: Any) -> None: ...
 
-    def put(self, item: T, timeout: float | None = None, *, priority: int = 0) -> str:
+    def put(self, item: T, *, timeout: float | None = None, priority: int = 0) -> str:
         """Put one item at ``priority``."""
         return self._put_node([item], priority_prefix(priority), timeout)
 
     def put_multi(
-        self, items: Sequence[T], timeout: float | None = None, *, priority: int = 0
+        self, items: Sequence[T], *, timeout: float | None = None, priority: int = 0
     ) -> str:
         """Put ``items`` as one node at ``priority``."""
         return self._put_node(items, priority_prefix(priority), timeout)

@@ -17,9 +17,17 @@ first, and then:
 A lone consumer never loses an item, and so takes strictly in order. With
 several, an item can be passed over by at most ``SPREAD`` later ones (a
 priority queue's order holds to that much; across consumers there was
-never an order). After a loss the consumer lists again at the next change
-(its own deletes are changes), never at once: the item it lost may be in
-another consumer's hands for long, and it must not spin on it.
+never an order).
+
+What a loss means depends on how it was lost. An item consumed by another
+since the listing (gone) means the listing is stale: the pass ends, and the
+directory's change, which wakes the consumer, lists again. An item claimed by
+another consumer (claimed) says nothing about the others: the pass goes on to
+the next item, so an item in another consumer's hands for long holds up no
+other. A pass that took nothing and found items claimed returns them: the
+queue then watches those claims (``DistributedQueue``), since a claimant that
+dies lets its claim go with its session without any change to the queue's
+directory (review 3, Q2).
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from __future__ import annotations
 import random
 import threading
 
-from zk_recipes._queue.taking import BATCH, Taker
+from zk_recipes._queue.taking import BATCH, Outcome, Taker
 
 #: The head items racing consumers spread over.
 SPREAD = 64
@@ -51,16 +59,24 @@ class Pace:
         self._batch = FIRST_BATCH
         self._contended = 0  # passes left taking runs: others take here too
 
-    def take(self, ready: list[str]) -> None:
-        """Take from ``ready`` (the items to consume now, in the queue's order)."""
-        if self._contended:
-            ready = self._run(ready)
-        lost = self._take_claimed(ready) if self._claimed else self._take_at_most_once(ready)
+    def take(self, ready: list[str]) -> list[str]:
+        """Take from ``ready`` (the items to consume now, in the queue's order).
+
+        Returns the items found claimed by others when the pass took nothing
+        and the listing is not stale (the claims to watch); else [].
+        """
+        if self._claimed:
+            taken, gone, claimed = self._take_claimed(ready)
+            lost = gone or bool(claimed)
+        else:
+            lost = self._take_at_most_once(self._run(ready) if self._contended else ready)
+            taken, gone, claimed = True, lost, []
         self._contended = CONTENDED_PASSES if lost else max(0, self._contended - 1)
+        return claimed if not taken and not gone else []
 
     def _run(self, ready: list[str]) -> list[str]:
         # A short queue: shorter runs, so that a few racing consumers take different items.
-        run = max(1, min(RUN_CLAIMED if self._claimed else RUN_AT_MOST_ONCE, len(ready) // 4))
+        run = max(1, min(RUN_AT_MOST_ONCE, len(ready) // 4))
         start = self._random.randrange(min(len(ready), SPREAD)) if ready else 0
         return ready[start : start + run]
 
@@ -74,10 +90,26 @@ class Pace:
             ready = ready[size:]
         return False
 
-    def _take_claimed(self, ready: list[str]) -> bool:
+    def _take_claimed(self, ready: list[str]) -> tuple[bool, bool, list[str]]:
+        """(took any, met an item gone, the items found claimed by others)."""
+        limit = None
+        if self._contended and ready:
+            # Racing: a short run from a random one of the first SPREAD, the rest after.
+            limit = max(1, min(RUN_CLAIMED, len(ready) // 4))
+            start = self._random.randrange(min(len(ready), SPREAD))
+            ready = ready[start:] + ready[:start]
+        taken = 0
+        claimed: list[str] = []
         for name in ready:
             if self._stop.is_set():
-                return False
-            if not self._taker.take_claimed(name):
-                return True
-        return False
+                break
+            outcome = self._taker.take_claimed(name)
+            if outcome is Outcome.GONE:
+                return bool(taken), True, claimed
+            if outcome is Outcome.CLAIMED:
+                claimed.append(name)
+                continue
+            taken += 1
+            if limit is not None and taken >= limit:
+                break
+        return bool(taken), False, claimed

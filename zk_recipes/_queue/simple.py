@@ -3,7 +3,10 @@
 Znodes (Curator's layout, byte for byte): items ``<path>/qn-<seq10>``,
 PERSISTENT_SEQUENTIAL, the item's bytes as the node's data, under CONTAINER
 parents. A Curator ``SimpleDistributedQueue`` on the same path takes what we
-offer and the reverse.
+offer and the reverse. ``offer`` also keeps one ephemeral marker per producer
+under ``<path>-puts`` (``putting.py``): a lost reply puts the item once, not
+twice (Curator's offer is a plain sequential create: a lost reply can put it
+twice).
 
 Taking an item is: list, sort by name, read the head, delete it. The delete
 decides who has the item:
@@ -44,7 +47,8 @@ from zk_recipes._errors import (
 )
 from zk_recipes._internals.args import require_client
 from zk_recipes._queue.deletes import delete_taken
-from zk_recipes._types import CreateMode, WatchEvent, mark_inline
+from zk_recipes._queue.putting import Putter
+from zk_recipes._types import WatchEvent, mark_inline
 
 log = logging.getLogger("zk_recipes.queue")
 
@@ -73,17 +77,22 @@ class SimpleQueue:
     def __init__(self, client: ZkClient, path: str) -> None:
         self.client = require_client(client, "SimpleQueue")
         self.path = _paths.validate_path(path, what="the queue's path")
+        #: Puts with a marker (``<path>-puts``); the directory is a CONTAINER, as Curator's.
+        self._putter = Putter(self.client, self.path, lambda: client.ensure_path(self.path))
 
     def offer(self, data: bytes) -> str:
-        """Add an item at the tail; returns its node's path. Retried safely on a lost reply."""
-        result = self.client.create(
-            _paths.join(self.path, PREFIX),
-            data,
-            mode=CreateMode.PERSISTENT_SEQUENTIAL,
-            parents=True,
-            protected=False,
-        )
-        return result.path
+        """Add an item at the tail; returns its node's path.
+
+        Exactly once on a lost reply: one multi with a marker of this producer
+        (``putting.py``), and ``TransactionOutcomeUnknown`` when the session
+        itself ended before the reply came.
+        """
+        data = _paths.validate_data(data, path=self.path, limit=self.client.settings.max_data_bytes)
+        return self._putter.put(data, PREFIX)
+
+    def close(self) -> None:
+        """Delete this producer's put marker now (it goes with the session anyway)."""
+        self._putter.close()
 
     def peek(self) -> bytes | None:
         """The head item without taking it; None when the queue is empty."""
