@@ -113,6 +113,8 @@ class DoubleBarrier:
         self._ready_czxid = 0
         #: Loss epoch of the session that owns our member node (None: not live).
         self._own_epoch: int | None = None
+        #: Our member node's session and czxid (0, 0 before the first): whose node to delete.
+        self._own: tuple[int, int] = (0, 0)
 
     # -- public API ------------------------------------------------------
     def enter(self, timeout: float | None = None) -> bool:
@@ -216,22 +218,37 @@ class DoubleBarrier:
 
     def _create_own(self) -> int:
         """Create our member node; its czxid."""
-        try:
-            created = self.client.create(
-                self.member_path,
-                self.data,
-                mode=CreateMode.EPHEMERAL,
-                parents=True,
-                replace_stale=True,
-            )
-            stat = created.stat
-        except NodeExistsError:
-            found = self.client.exists(self.member_path)
-            if found is None or self.client.session_epoch(found.ephemeral_owner) is None:
-                raise
-            stat = found  # ours already (a delete of an earlier round not done yet)
-        self._own_epoch = self.client.session_epoch(stat.ephemeral_owner)
-        return stat.czxid
+        for _attempt in range(3):
+            try:
+                created = self.client.create(
+                    self.member_path,
+                    self.data,
+                    mode=CreateMode.EPHEMERAL,
+                    parents=True,
+                    replace_stale=True,
+                )
+                stat = created.stat
+            except NodeExistsError:
+                found = self.client.exists(self.member_path)
+                if found is None:
+                    continue  # gone meanwhile: make it
+                if self.client.session_epoch(found.ephemeral_owner) is None:
+                    raise
+                # Ours already: the delete of an earlier round's node, still pending, must
+                # not take it now that this round counts on it (review 3, D1's shape).
+                self.client.cancel_pending_delete(self.member_path)
+                still = self.client.exists(self.member_path)  # an attempt under way may have won
+                if still is None or still.czxid != found.czxid:
+                    continue
+                stat = still
+            self._own_epoch = self.client.session_epoch(stat.ephemeral_owner)
+            self._own = (stat.ephemeral_owner, stat.czxid)
+            return stat.czxid
+        raise NodeExistsError(
+            f"{self.member_path} keeps appearing and going: is another member using the "
+            f"member id {self.member_id!r}?",
+            self.member_path,
+        )
 
     def _enter(self, deadline: float | None) -> bool:
         own = self._create_own()
@@ -355,8 +372,10 @@ class DoubleBarrier:
                 changed.wait(remaining(deadline))
 
     def _delete_own(self) -> None:
+        session, czxid = self._own
         try:
-            self.client.delete(self.member_path, guaranteed=True)
+            # As the holder of our node only: after its session, the path may be another's.
+            self.client.delete(self.member_path, guaranteed=True, session=session, czxid=czxid)
         except ClientStateError:
             pass  # closed client: its session, and so our ephemeral node, is gone
         except Exception:

@@ -64,11 +64,10 @@ from zk_recipes._client.creates import CreateResult
 from zk_recipes._client.states import ConnectionState, StateChange
 from zk_recipes._errors import (
     ClientStateError,
-    ConnectionLostError,
+    HolderSessionLost,
     NodeExistsError,
     NoNodeError,
     RecipeUsageError,
-    ZkTimeoutError,
 )
 from zk_recipes._internals.args import require_callable, require_client
 from zk_recipes._internals.reconciler import Reconciler
@@ -155,6 +154,8 @@ class PersistentNode:
         self._state = PersistentNodeState.LATENT
         self._actual: str | None = None
         self._conflict_owner = 0
+        #: The node we made or adopted: its owner session (0: not ephemeral) and czxid.
+        self._node: tuple[int, int] = (0, 0)
         self._armed = False  # an exists watch is pending on the node
         self._created_once = False
         self._running = False
@@ -328,6 +329,9 @@ class PersistentNode:
             if stat is None:
                 self._worker.wake()  # gone in between: go round again
             elif self._is_ours(stat):
+                if self.mode.is_ephemeral:
+                    # Ours already (an earlier node's delete still pending): keep it.
+                    self.client.cancel_pending_delete(path)
                 self._adopt(path, stat, write=True)
             else:
                 self._conflict(path, stat.ephemeral_owner)
@@ -378,9 +382,11 @@ class PersistentNode:
             closed = self._state is PersistentNodeState.CLOSED
             if not closed:
                 self._actual = created.path
+                self._node = (created.stat.ephemeral_owner, created.stat.czxid)
                 self._written_gen = generation
                 self._enter_created(created.path, created.stat.ephemeral_owner)
         if closed:
+            self._node = (created.stat.ephemeral_owner, created.stat.czxid)
             self._delete(created.path)
         return not closed
 
@@ -389,6 +395,7 @@ class PersistentNode:
             if self._state is PersistentNodeState.CLOSED:
                 return
             self._actual = path
+            self._node = (stat.ephemeral_owner, stat.czxid)
             if write:
                 self._written_gen = -1  # Curator's setData after NodeExists
             if self._state is not PersistentNodeState.CREATED:
@@ -441,9 +448,10 @@ class PersistentNode:
             if self._written_gen == self._data_gen:
                 return
             path, data, generation = self._actual, self._data, self._data_gen
+            holder = self._node[0] or None  # an ephemeral node: written on its session only
         try:
-            self.client.set(path, data)
-        except NoNodeError:
+            self.client.set(path, data, session=holder)
+        except (NoNodeError, HolderSessionLost):
             with self._lock:
                 self._armed = False
                 if self._state is PersistentNodeState.CREATED:
@@ -455,15 +463,13 @@ class PersistentNode:
 
     def _delete(self, path: str) -> None:
         client = self.client
-        state = client.state
+        owner, czxid = self._node
         try:
-            if self.mode.is_ephemeral and state is not None and state.is_connected:
-                # After a lost session the path may be someone else's node now.
-                with contextlib.suppress(ConnectionLostError, ZkTimeoutError):
-                    stat = client.exists(path)
-                    if stat is None or client.session_epoch(stat.ephemeral_owner) is None:
-                        return  # gone already, or someone else's now
-            client.delete(path, guaranteed=True)
+            if owner:
+                # As the holder only: after its session, the path may be someone else's node.
+                client.delete(path, guaranteed=True, session=owner, czxid=czxid)
+            else:
+                client.delete(path, guaranteed=True)
         except ClientStateError:
             if not self.mode.is_ephemeral:
                 log.warning("the client was closed before %s could be deleted", path)

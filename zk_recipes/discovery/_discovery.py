@@ -22,11 +22,26 @@ Where it differs from Curator on purpose (curator-x-discovery 5.4):
 - **Payloads checked before writing**: one a Java reader could not read is
   refused at ``register()`` (``_payload.py``).
 - ``query_for_instances`` returns instances sorted by id (Curator: hash order).
+- **A DYNAMIC_SEQUENTIAL registration whose reply was lost is made once**:
+  the node is looked for (our session, our JSON) before a second create.
+  Curator's plain sequential create leaves two instances then.
+
+**As the holder.** An instance's node is written (``update``) and deleted
+(``unregister``, ``close``) only on the session that made it: once that
+session has ended, the same path may hold another process's instance (the
+write is not sent, and the instance is registered again on the new session).
+A delete left pending by a disconnection deletes only the node it was asked
+about (its ``czxid`` and the version we wrote): an instance registered again
+meanwhile on the same session takes its node back, and the pending delete is
+dropped (review 3, D1). State changes are handled outside the object's lock,
+so ``register``/``update``/``unregister`` never wait behind a flapping
+connection's retries.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 
@@ -34,13 +49,18 @@ from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
 from zk_recipes._client.states import ConnectionState, StateChange
 from zk_recipes._errors import (
+    BadVersionError,
     ConfigurationError,
+    ConnectionLostError,
+    HolderSessionLost,
     NodeExistsError,
     NoNodeError,
     RecipeUsageError,
+    SessionLost,
     ZkRecipesError,
+    ZkTimeoutError,
 )
-from zk_recipes._types import CreateMode
+from zk_recipes._types import CreateMode, ZnodeStat
 from zk_recipes.discovery._cache import ServiceCache
 from zk_recipes.discovery._instance import ServiceInstance, ServiceType, check_node_name
 from zk_recipes.discovery._payload import check_payload
@@ -64,6 +84,9 @@ class _Registration:
     path: str
     #: The session that created it (0 for a persistent node: any session keeps it).
     session: int
+    #: The node's czxid, and the version of our last write to it.
+    czxid: int = 0
+    version: int = -1
 
 
 class ServiceDiscovery:
@@ -173,8 +196,19 @@ class ServiceDiscovery:
                     f"({registration.instance.service_type.name} -> {instance.service_type.name}):"
                     " unregister() and register() again"
                 )
-            self.client.retry(lambda: self.client.set(registration.path, instance.to_json()))
-            registration.instance = instance
+            registration.instance = instance  # what a registration made again writes too
+        try:
+            stat = self.client.retry(
+                lambda: self.client.set(
+                    registration.path, instance.to_json(), session=registration.session or None
+                )
+            )
+        except HolderSessionLost:
+            # The session that made the node ended: the path may hold another's node now.
+            # The new session's re-registration (_on_state) writes this value.
+            log.info("update of %s waits for its re-registration", registration.path)
+            return instance
+        registration.version = stat.version
         return instance
 
     def unregister(self, instance: ServiceInstance) -> None:
@@ -214,65 +248,173 @@ class ServiceDiscovery:
         mode = _MODES[instance.service_type]
         data = instance.to_json()
         client = self.client
-        try:
-            made = client.create(
-                path, data, mode=mode, parents=True, replace_stale=mode is CreateMode.EPHEMERAL
-            )
-            path = made.path
-        except NodeExistsError:
-            stat = client.exists(path)
-            if mode.is_ephemeral and stat is not None and stat.ephemeral_owner != client.session_id:
-                owner = stat.ephemeral_owner
+        if mode.is_sequential:
+            registration = self._create_sequential(instance, path, data)
+        else:
+            registration = self._create_fixed(instance, path, mode, data)
+        if again:
+            _metrics.count("zk_recipes_service_reregistrations_total", service=instance.name)
+        log.debug("%s registered (session %#x)", registration.path, client.session_id)
+        return registration
+
+    def _create_fixed(
+        self, instance: ServiceInstance, path: str, mode: CreateMode, data: bytes
+    ) -> _Registration:
+        """A DYNAMIC, STATIC or PERMANENT instance's node: made, or ours already and set."""
+        client = self.client
+        for _attempt in range(5):
+            try:
+                made = client.create(
+                    path, data, mode=mode, parents=True, replace_stale=mode is CreateMode.EPHEMERAL
+                )
+                made_stat = made.stat
+                return _Registration(
+                    instance, made.path, _owner(made_stat), made_stat.czxid, made_stat.version
+                )
+            except NodeExistsError:
+                pass
+            stat = client.retry(functools.partial(client.exists, path))
+            if stat is None:
+                continue  # deleted meanwhile: make it
+            owner = stat.ephemeral_owner
+            if mode.is_ephemeral and client.session_epoch(owner) is None:
                 raise NodeExistsError(
                     f"instance {instance.id} of {instance.name} is registered by another "
                     f"session ({owner:#x}): instance ids must be unique; pick another id",
                     path,
                 ) from None
-            # Ours (a reply lost on the way), or persistent: the node stays, its value is ours.
-            client.retry(lambda: client.set(path, data))
-        session = client.session_id if mode.is_ephemeral else 0
-        if again:
-            _metrics.count("zk_recipes_service_reregistrations_total", service=instance.name)
-        return _Registration(instance, path, session)
+            # Ours (a reply lost, or an earlier registration whose delete waits for the
+            # connection: that delete must not take it now), or persistent: its value is ours.
+            client.cancel_pending_delete(path)
+            try:
+                written = client.retry(
+                    functools.partial(client.set, path, data, stat.version, session=owner or None)
+                )
+            except (NoNodeError, BadVersionError):
+                continue  # deleted (by a delete under way) or written meanwhile: look again
+            return _Registration(instance, path, owner, written.czxid, written.version)
+        raise NodeExistsError(f"could not register {path}: it keeps changing; try again", path)
+
+    def _create_sequential(
+        self, instance: ServiceInstance, path: str, data: bytes
+    ) -> _Registration:
+        """A DYNAMIC_SEQUENTIAL instance's node, made once even when a reply is lost (D2)."""
+        client = self.client
+        for _attempt in range(5):
+            try:
+                made = client.create(
+                    path, data, mode=CreateMode.EPHEMERAL_SEQUENTIAL, parents=True, retry=False
+                )
+                stat = made.stat
+                return _Registration(instance, made.path, _owner(stat), stat.czxid, stat.version)
+            except (ConnectionLostError, ZkTimeoutError, SessionLost):
+                found = client.retry(lambda: self._sequential_of(path, data))
+                if found is not None:
+                    node, stat = found
+                    return _Registration(instance, node, _owner(stat), stat.czxid, stat.version)
+        raise ConnectionLostError(f"could not register {path}: the connection keeps failing")
+
+    def _sequential_of(self, path: str, data: bytes) -> tuple[str, ZnodeStat] | None:
+        """After a lost reply: the node a sequential create of ``path`` made, if it made one.
+
+        Ours: named ``<id><10 digits>``, owned by our live session, holding our
+        JSON, and registered by no ServiceDiscovery of this process.
+        """
+        client = self.client
+        client.wait_connected(client.settings.connection_timeout)
+        parent, prefix = _paths.parent_of(path), _paths.name_of(path)
+        try:
+            names = client.get_children(parent)
+        except NoNodeError:
+            return None
+        taken = {r.path for d in _open_discoveries() for r in d._registrations()}
+        for name in sorted(names):
+            node = _paths.join(parent, name)
+            tail = name[len(prefix) :]
+            if not name.startswith(prefix) or len(tail) != 10 or not tail.isdigit():
+                continue
+            if node in taken:
+                continue
+            try:
+                found, stat = client.get(node)
+            except NoNodeError:
+                continue
+            if found == data and client.session_epoch(stat.ephemeral_owner) is not None:
+                return node, stat
+        return None
 
     def _delete(self, registration: _Registration) -> None:
+        """Delete our node, as its holder; a delete left pending deletes only this node."""
+        ephemeral = registration.session != 0
         try:
-            self.client.delete(registration.path, guaranteed=True)
+            self.client.delete(
+                registration.path,
+                registration.version if ephemeral else -1,
+                guaranteed=True,
+                session=registration.session or None,
+                czxid=registration.czxid or None,
+            )
         except ZkRecipesError as exc:
             log.warning("unregistering %s: %s", registration.path, exc)
 
+    def _registrations(self) -> list[_Registration]:
+        with self._lock:
+            return list(self._registered.values())
+
     def _on_state(self, change: StateChange) -> None:
-        """On every connection that comes up: put back what is missing, touch nothing else."""
+        """On every connection that comes up: put back what is missing, touch nothing else.
+
+        A snapshot is taken under the lock and the requests are made outside
+        it (M4): a register/update/unregister never waits behind them. A
+        registration changed meanwhile is left to its new owner.
+        """
         if change.state not in (ConnectionState.CONNECTED, ConnectionState.RECONNECTED):
             return
         with self._lock:
             if self._closed:
                 return
-            for key, registration in list(self._registered.items()):
-                try:
-                    self._check_registration(key, registration, change.session_id)
-                except ZkRecipesError as exc:
-                    log.warning(
-                        "re-registering %s: %s (the next connection tries again)",
-                        registration.path,
-                        exc,
-                    )
+            snapshot = list(self._registered.items())
+        for key, registration in snapshot:
+            try:
+                remade = self._check_registration(key, registration, change.session_id)
+            except ZkRecipesError as exc:
+                log.warning(
+                    "re-registering %s: %s (the next connection tries again)",
+                    registration.path,
+                    exc,
+                )
+                continue
+            if remade is None:
+                continue
+            with self._lock:
+                current = self._registered.get(key)
+                if current is registration and not self._closed:
+                    remade.instance = current.instance  # updated meanwhile: its value
+                    self._registered[key] = remade
+                    keep = remade.instance.to_json() == registration.instance.to_json()
+                else:
+                    keep = False
+            if current is not registration or self._closed:
+                self._delete(remade)  # unregistered (or closed) while we made it again
+            elif not keep:
+                self.update(remade.instance)
 
     def _check_registration(
         self, key: tuple[str, str], registration: _Registration, session: int
-    ) -> None:
+    ) -> _Registration | None:
+        """None when the registration's node is still there on its session; else made again."""
         kept = registration.session in (0, session)
         if kept:
             stat = self.client.exists(registration.path)
-            if stat is not None:
-                return  # the same session, the node is there: leave it (no flap)
+            if stat is not None and stat.czxid == registration.czxid:
+                return None  # the same session, the node is there: leave it (no flap)
         log.info(
             "registering %s/%s again (%s)",
             key[0],
             key[1],
             "its node was gone" if kept else "a new session",
         )
-        self._registered[key] = self._create(registration.instance, again=True)
+        return self._create(registration.instance, again=True)
 
     # -- queries -------------------------------------------------------------
     def query_for_names(self) -> list[str]:
@@ -331,3 +473,12 @@ class ServiceDiscovery:
 
     def __repr__(self) -> str:
         return f"<ServiceDiscovery {self.base_path}: {len(self._registered)} registered>"
+
+
+def _owner(stat: ZnodeStat) -> int:
+    """The session a registration's node goes with (0: a persistent node)."""
+    return stat.ephemeral_owner
+
+
+def _open_discoveries() -> list[ServiceDiscovery]:
+    return [d for d in list(_metrics.discoveries) if isinstance(d, ServiceDiscovery)]
