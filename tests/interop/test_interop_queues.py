@@ -233,6 +233,37 @@ def test_plain_we_put_java_consumes(
         wait_until(lambda: not client.get_children("/q-locks"), "Curator's claims deleted")
 
 
+def test_an_item_whose_attempts_we_counted_is_the_same_item_to_curator(
+    curator_peer_factory: PeerFactory,
+    zk_client_factory: ClientFactory,
+    zk_hosts: str,
+    zk_namespace: str,
+) -> None:
+    """Our failed attempts are counted in a trailer after Curator's end byte (items.py):
+    Curator's ItemSerializer stops at that byte, so its consumer reads the same items."""
+    client = zk_client_factory()
+    peer = curator_peer_factory(zk_hosts)
+    failed = threading.Event()
+
+    def fails(value: bytes, context: ItemContext) -> None:
+        failed.set()
+        raise RuntimeError("not this time")
+
+    with DistributedQueue(client, "/tq", lock_path="/tq-locks") as producer:
+        name = producer.put_multi(PLAIN_MULTI).rsplit("/", 1)[1]
+    with DistributedQueue(
+        client, "/tq", fails, lock_path="/tq-locks", retry_backoff=30, retry_backoff_max=30
+    ):
+        assert failed.wait(15)
+        wait_until(lambda: client.get(f"/tq/{name}")[0] != node_bytes(*PLAIN_MULTI), "counted")
+    data = client.get(f"/tq/{name}")[0]
+    assert data.startswith(node_bytes(*PLAIN_MULTI))  # Curator's bytes, then our trailer
+    assert data[len(node_bytes(*PLAIN_MULTI)) :].startswith(b"ZKR1")
+    with java_queue(peer, "jt", "plain", zk_namespace + "/tq", zk_namespace + "/tq-locks"):
+        assert java_consumed(peer, "jt", len(PLAIN_MULTI)) == PLAIN_MULTI
+        queue_emptied(client, "/tq", "Curator's consumer")
+
+
 def test_plain_consumers_of_both_sides_share_a_queue_with_a_lock_path(
     curator_peer_factory: PeerFactory,
     zk_client_factory: ClientFactory,

@@ -103,3 +103,28 @@ def test_a_lost_delete_reply_delivers_the_item_rather_than_dropping_it(
     # Curator's SimpleDistributedQueue takes NoNode here for "another consumer had it"
     # and drops the item; we deliver it (at-least-once for this case).
     assert outcome == [True]
+
+
+def test_an_offer_whose_reply_was_lost_puts_the_item_once(
+    zk_client_factory: ClientFactory, proxied: TcpProxy
+) -> None:
+    """Review 3, Q4: the offer was applied, its reply lost, and a blind retry put it twice."""
+    producer = zk_client_factory(hosts=proxied.connect_string, session_timeout=6.0)
+    checker = zk_client_factory()
+    queue = SimpleQueue(producer, "/q/offer")
+    first = queue.offer(b"first")  # the directory and this producer's marker exist
+    result: list[object] = []
+    proxied.drop_replies()  # the offer reaches the server; its reply does not come back
+    offering = threading.Thread(target=lambda: result.append(queue.offer(b"job")))
+    offering.start()
+    wait_until(lambda: len(checker.get_children("/q/offer")) == 2, "applied on the server")
+    proxied.heal()  # the connection is reset: the client comes back on the same session
+    offering.join(30)
+    names = sorted(checker.get_children("/q/offer"))
+    assert len(names) == 2  # not three: offered once
+    assert [checker.get(f"/q/offer/{name}")[0] for name in names] == [b"first", b"job"]
+    assert result == [f"/q/offer/{names[1]}"]  # found by the zxid it shares with the marker
+    assert first == f"/q/offer/{names[0]}"
+    assert len(checker.get_children("/q/offer-puts")) == 1  # one marker per producer
+    queue.close()
+    wait_until(lambda: checker.get_children("/q/offer-puts") == [], "marker gone at close")

@@ -250,6 +250,17 @@ class ZkClient:
             # chance while the session is still ours: the deleter sends them as
             # soon as the connection is up, within a second at most.
             self._deleter.wait_empty(min(1.0, self.settings.connection_timeout))
+        left = self._deleter.pending()
+        if left:
+            # An ephemeral node goes with the session; a persistent one stays until
+            # someone deletes it: say which, so that someone can.
+            log.warning(
+                "closing the client with %d delete(s) not done (not connected): %s. Ephemeral "
+                "nodes go with the session; delete any persistent one left by hand",
+                len(left),
+                ", ".join(self._rel(path) for path in left),
+                extra=fields("delete.dropped", path=self._rel(left[0])),
+            )
         self._deleter.stop()
         # Every hold ends here (epoch, CLOSED), before the server can hand it on.
         self._tracker.close()

@@ -43,7 +43,12 @@ class Putter:
         self._lock = threading.Lock()
 
     def put(self, data: bytes, prefix: str) -> str:
-        """Put one node ``<path>/<prefix><seq10>`` holding ``data``; its path."""
+        """Put one node ``<path>/<prefix><seq10>`` holding ``data``; its path.
+
+        After a lost reply resolved by the marker, the item is found by the
+        zxid it shares with the marker; if it was consumed already, its name
+        cannot be known and the queue's path is returned.
+        """
         client = self.client
         with self._lock:
             # Each retry below fixes one missing thing (a directory reaped, a marker gone).
@@ -72,8 +77,34 @@ class Putter:
                     continue
                 marker, item = _path_of(results[1]), _path_of(results[0])
                 self._marker = (marker, client.session_id) if marker is not None else None
+                if item is None and isinstance(results[1], CreateResult):
+                    # Recovered after a lost reply: the marker's stat, not the item's name.
+                    item = self._find(prefix, results[1].stat.czxid)
                 return item if item is not None else self.path
         raise ConnectionLostError(f"could not put an item into {self.path}; try again")
+
+    def _find(self, prefix: str, czxid: int) -> str | None:
+        """The item a recovered put made: the one made with its marker, at the same zxid.
+
+        Looked for newest first, a few at a time, down to the first item older
+        than that zxid. None when it was consumed already (its name is then not
+        known: the queue's path is returned instead).
+        """
+        client = self.client
+        names = [n for n in client.get_children(self.path) if n.startswith(prefix)]
+        names.sort(key=lambda name: name[-10:], reverse=True)
+        for start in range(0, len(names), 16):
+            chunk = [_paths.join(self.path, name) for name in names[start : start + 16]]
+            stats = [(path, client.exists_async(path)) for path in chunk]
+            older = False
+            for path, pending in stats:
+                stat = pending.result(client.settings.connection_timeout)
+                if stat is not None and stat.czxid == czxid:
+                    return path
+                older = older or (stat is not None and stat.czxid < czxid)
+            if older:
+                return None
+        return None
 
     def close(self) -> None:
         """Delete our marker (ephemeral: if this fails, it goes with the session)."""
