@@ -237,8 +237,13 @@ class ContenderQueue:
             )
 
     def leave(self, entry: Entry) -> None:
-        """Delete our node; if the connection fails, keep trying in the background."""
-        self.client.delete(entry.path, guaranteed=True)
+        """Delete our node; if the connection fails, keep trying in the background.
+
+        As its holder: on the session that made it only (once that session has
+        ended, the node went with it, or goes when the client closes it on the
+        server).
+        """
+        self.client.delete(entry.path, guaranteed=True, session=entry.session_id, czxid=entry.czxid)
 
     def acquire(
         self,

@@ -152,6 +152,9 @@ class LockStatistics:
     #: connected, until the deadline: nobody was seen holding it) or
     #: ``"cancelled"``; None before any. Faces answer "busy" only for "held".
     refusal: Refusal | None = None
+    #: The session that owns our node while held (to write to it as its holder:
+    #: ``ZkClient.set(..., session=)``); None when not held.
+    session_id: int | None = None
 
 
 @dataclasses.dataclass(eq=False)
@@ -287,8 +290,8 @@ class _Mutex(LockVerbs):
         if sink is not None and hold.since and self._spec.metric is not None:
             sink.released(self._spec.metric, self.path, time.monotonic() - hold.since)
         try:
-            # Our node's name is unique (protected uuid + sequence), so deleting it
-            # can never touch another holder's node, even after LOST.
+            # Deleted as its holder: on its session only. After LOST the node goes
+            # with that session (closed on the server at the next connection).
             self._queue.leave(hold.entry)
         except ClientStateError:
             if not self.client.is_closed:
@@ -372,6 +375,7 @@ class _Mutex(LockVerbs):
             timeouts=self._timeouts,
             losses=self._loss.count,
             refusal=self._refusal,
+            session_id=hold.entry.session_id if hold else None,
         )
 
     def __repr__(self) -> str:

@@ -212,7 +212,7 @@ class _ReadPart(_Mutex):
             client.session_epoch(stat.ephemeral_owner),
         )
         if entry.epoch is None or entry.epoch != writer.epoch:
-            client.delete(path, guaranteed=True)
+            client.delete(path, guaranteed=True, session=entry.session_id, czxid=entry.czxid)
             raise LockLost(
                 f"the session of the write lock of {self._rw.path} ended during the downgrade; "
                 "release the write lock, then take the read lock"

@@ -524,7 +524,9 @@ class Semaphore(LockVerbs):
     def _delete(self, entries: list[Entry]) -> None:
         for entry in entries:
             try:
-                self.client.delete(entry.path, guaranteed=True)
+                self.client.delete(
+                    entry.path, guaranteed=True, session=entry.session_id, czxid=entry.czxid
+                )
             except ClientStateError:
                 pass  # closed client: its session (and so our ephemeral node) is gone
             except Exception:
@@ -554,8 +556,12 @@ class Semaphore(LockVerbs):
         if sink is not None and since:
             sink.released(self._metric, self.path, time.monotonic() - since)
         # The name is unique (protected uuid + sequence): never another holder's node.
+        # Deleted as its holder all the same (the house rule): after its session, nothing.
+        entry = lease.entry
         try:
-            self.client.delete(lease.path, guaranteed=True)
+            self.client.delete(
+                entry.path, guaranteed=True, session=entry.session_id, czxid=entry.czxid
+            )
         except ClientStateError:
             if not self.client.is_closed:
                 raise

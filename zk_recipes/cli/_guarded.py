@@ -386,7 +386,8 @@ def _record_owner(client: ZkClient, lock: Lock, label: str, queued_at: float, ch
     whoever waits behind it (ours, Curator's) reads the queue again on any
     change of the node it watches. (Never on an election node: see ``_group``.)
     """
-    node = lock.node
+    stats = lock.statistics()
+    node = stats.node
     if node is None:
         return
     owner = Owner(
@@ -400,7 +401,7 @@ def _record_owner(client: ZkClient, lock: Lock, label: str, queued_at: float, ch
         command_pgid=child.pgid,
     )
     try:
-        client.set_async(node, owner.to_bytes())
+        client.set_async(node, owner.to_bytes(), session=stats.session_id)  # as its holder
     except ZkRecipesError as exc:  # the hold is judged elsewhere; this is only a label
         log.debug("recording the command in %s failed: %s", node, exc)
 
