@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from zk_recipes import (
     CacheEvent,
     CacheEventType,
     ChildrenCache,
     ChildrenStartMode,
+    ConfigurationError,
     NodeCache,
 )
 from zk_recipes.testing import Recorder, wait_until
@@ -78,6 +81,14 @@ def test_a_children_cache_shows_the_children_only_in_each_start_mode(
         assert normal[2:] == [("CREATED", "/kids/c")]
         assert _pairs(seen[ChildrenStartMode.BUILD_INITIAL]) == [("CREATED", "/kids/c")]
         wait_until(lambda: len(caches[0].current()) == 3, "three children", timeout=10)
+        # One child by path, as Curator's getCurrentData(path); only children.
+        child = caches[0].get("/kids/a")
+        assert child is not None
+        assert child.data == b"1"
+        assert caches[0].get("/kids/none") is None
+        for other in ("/kids", "/kids/b/grandchild", "/elsewhere"):
+            with pytest.raises(ConfigurationError, match="/kids"):
+                caches[0].get(other)
     finally:
         for cache in caches:
             cache.close()

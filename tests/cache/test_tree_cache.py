@@ -262,22 +262,21 @@ def test_max_depth_and_a_selector_bound_what_is_cached(
     assert "/d/skip/y" not in picky.current()
 
 
-def test_max_nodes_stops_the_cache_with_a_clear_error(
+def test_max_nodes_stops_the_cache_ends_the_waits_and_tells_the_listeners(
     zk_client_factory: ClientFactory, started: list[TreeCache]
 ) -> None:
     writer = zk_client_factory()
     for index in range(5):
         writer.create(f"/cap/n{index}", parents=True)
-    cache, _ = _cache(zk_client_factory(), "/cap", started, max_nodes=3)
-
-    def stopped() -> bool:
-        try:
-            cache.current()
-        except CacheOverflowError:
-            return True
-        return False
-
-    wait_until(stopped, "the cache stopped", timeout=10)
+    cache, events = _cache(zk_client_factory(), "/cap", started, max_nodes=3)
+    # The wait ends with the error as the cache stops, not at its timeout with False.
+    with pytest.raises(CacheOverflowError, match="max_nodes=3"):
+        cache.wait_initialized(20)
+    failed = events.wait_for(lambda e: e.type is CacheEventType.FAILED)
+    assert isinstance(failed.error, CacheOverflowError)
+    assert events.snapshot()[-1] is failed  # the last event
+    with pytest.raises(CacheOverflowError):
+        cache.wait_synced(0)
     with pytest.raises(CacheOverflowError, match="max_nodes=3"):
         cache.get("/cap")
 
@@ -287,7 +286,18 @@ def test_bad_input_and_misuse(zk_client: ZkClient, started: list[TreeCache]) -> 
         TreeCache(zk_client, "relative")
     with pytest.raises(ConfigurationError):
         TreeCache(zk_client, "/x", max_depth=-1)
+    idle = TreeCache(zk_client, "/m")
+    for read in (idle.current, lambda: idle.get("/m"), lambda: idle.wait_initialized(0)):
+        with pytest.raises(RecipeUsageError, match=r"not started: call start\(\)"):
+            read()
     cache, _ = _cache(zk_client, "/m", started)
+    assert cache.wait_initialized(10)
+    for outside in ("/", "/other", "/mm", "/m2/x"):
+        with pytest.raises(ConfigurationError, match="not under the TreeCache's path /m"):
+            cache.get(outside)
+        with pytest.raises(ValueError, match="/m"):  # a ConfigurationError is a ValueError
+            cache.children(outside)
+    assert cache.get("/m/absent") is None
     with pytest.raises(RecipeUsageError):
         cache.start()
     cache.close()

@@ -7,7 +7,10 @@ choose the watch's mode, the depth and which events reach their listeners.
 for a single node), which needs no node: a root that does not exist yet is
 waited for, and a root deleted and re-created is followed. The client puts
 the watch back on every connection that comes up and then says so
-(``on_established``); the engine then re-synchronises.
+(``on_established``); the engine then re-synchronises (``walks.py``: a full
+walk, or the server's diff of what changed while away). Caches of either
+mode on one path of one client share one server watch
+(``zk_recipes._client.kazoo.watches``).
 
 **Every change is a read, applied in the order it was sent.** A notification
 only names a path (ZooKeeper 3.8 sends no zxid with it), so the engine reads
@@ -24,68 +27,46 @@ cache only moves forward, through states the server held. Per node:
   changed back is reported once, as what it ended as); an older one is a
   stale read and is dropped; an equal one changes nothing (a newer stat, a
   child added, is kept silently);
-- NoNode -> DELETED, with everything cached below it, deepest first.
-
-**Re-synchronising** (the first load, after a new session, and after a
-reconnect when the diff below cannot be had) walks the tree with the same
-ordered reads: ``get`` of every node, and ``get_children`` only of a node
-whose ``pzxid`` moved (its children changed) or that is new to the cache:
-one read per cached node plus one per directory that changed, not Curator's
-two. What the walk did not see, and no event touched meanwhile, is gone:
-DELETED. Then INITIALIZED (the first time) or RESYNCED: the cache equals
-what the server held at the moment of the last read.
-
-**The server's diff after a reconnect** (the same session resumed on a new
-connection). The server keeps no watch across connections and puts a
-persistent watch back with no word of what changed meanwhile; but it does
-answer one-shot watches sent with ``setWatches2`` against a zxid: each node
-that changed after it gets a catch-up event, the others a watch. So, once
-the persistent watch is back, the engine sends every cached path as a data
-watch and every directory as a child watch, relative to the zxid this
-client had seen when the connection it was exact on ended
-(``ZkClient.resumed_since``): the Java client's own rule for its watches.
-Every change after that zxid is either flagged (its ``mzxid``, or its
-parent's ``pzxid``, is newer) or happened after the persistent watch was
-back and arrives as an event; what was flagged is read, with the root (a
-one-shot watch there would replace the persistent one on 3.6-3.8) and the
-paths whose event reads failed (``_dirty``). A node new to the cache is
-walked in full; a cached child is not read again for a listing of its
-parent (its own watch flags it). Nothing is inferred from silence: a node
-the diff did not flag is one the server says did not change. The cost:
-``requests`` on the RESYNCED event, about one read per change instead of
-one per node; the server keeps the one-shot watches of the unchanged nodes
-until each fires once or the connection ends.
+- NoNode -> DELETED, with everything cached below it, deepest first;
+- NoAuth, and other failed reads: ``reads.py`` (an unreadable node is
+  skipped and reported, never a cache that does not initialize; a read
+  error on a live connection is read again, not left for a reconnect).
 
 **Listeners** run on the cache's own worker thread, in order, never on
 kazoo's or the connection's threads: a slow listener delays this cache's
 events and no other recipe. One that raises is logged and the others are
-still called.
+still called. A cache that stops (``max_nodes`` passed) tells them FAILED
+and ends every wait with the error.
 
 Size: over the house limit (tests/test_module_sizes.py): one worker and the
-ordered pipeline it runs (events, walks full and incremental, applying reads)
-share its in-flight queue and its walk; what is stored (store.py), the values and events
-(values.py) and the three faces are modules of their own.
+ordered pipeline it runs (its queue, applying reads, the faces' reads) share
+its in-flight queue; the walks (walks.py), the reads (reads.py), what is
+stored (store.py), the values and events (values.py) and the three faces
+are modules of their own.
 """
 
 from __future__ import annotations
 
 import collections
-import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from zk_recipes import _paths
+from zk_recipes._cache.reads import Backoff, ChildCatchUp, Closing, Read, Replies, Reply, Sink
 from zk_recipes._cache.store import CacheStore
 from zk_recipes._cache.values import CachedNode, CacheEvent, CacheEventType
+from zk_recipes._cache.walks import MAX_IN_FLIGHT, Leftover, Walk, Walks
 from zk_recipes._client.client import ZkClient
 from zk_recipes._client.persistent import PersistentWatch
 from zk_recipes._client.states import ConnectionState, StateChange
+from zk_recipes._deadline import session_clock
 from zk_recipes._errors import (
     CacheOverflowError,
     ClientStateError,
     ConnectionLostError,
+    NoAuthError,
     NoNodeError,
     RecipeUsageError,
     SessionLost,
@@ -93,98 +74,20 @@ from zk_recipes._errors import (
     ZkRecipesError,
     ZkTimeoutError,
 )
-from zk_recipes._types import WatchEvent, WatchEventType, ZnodeStat, mark_inline
+from zk_recipes._types import ZnodeStat
 
 log = logging.getLogger("zk_recipes.cache")
 
 #: Whether this process said once that a server has no persistent watches.
 _FELL_BACK = False
 
-#: Reads the engine keeps in flight before it waits for the oldest.
-MAX_IN_FLIGHT = 256
 #: A node, or a path that may become one, is looked at by a selector: False skips it
 #: and everything below it.
 Selector = Callable[[str], bool]
 Listener = Callable[[CacheEvent], object]
-T_co = TypeVar("T_co", covariant=True)
 
 
-class _Reply(Protocol[T_co]):
-    """A request in flight (the client's ``Pending``)."""
-
-    def result(self, timeout: float | None = None) -> T_co: ...
-
-
-class _Sink:
-    """The watch's callback: on the connection thread, it only queues the path (mark_inline)."""
-
-    def __init__(self, engine: CacheEngine) -> None:
-        self._engine = engine
-
-    def __call__(self, event: WatchEvent) -> None:
-        path = event.path
-        if path is None or event.type is WatchEventType.NONE:
-            return  # a one-shot watch dropped with the connection: the next walk re-arms it
-        if event.type is WatchEventType.CHILD:
-            if self._engine.one_shot:  # a persistent watch's CHILD says nothing new
-                self._engine._queue(("list", path))
-            return
-        self._engine._queue(("event", path))
-
-
-mark_inline(_Sink)
-
-
-@dataclasses.dataclass(slots=True)
-class _Read:
-    """A read in flight: ``get`` of ``path`` (and its children, when ``children`` is set)."""
-
-    path: str
-    #: None for a listing alone (a walk that found the node's children changed).
-    data: _Reply[tuple[bytes, ZnodeStat]] | None
-    #: Part of a walk (a re-synchronisation): descend below the node.
-    walk: int
-    children: _Reply[list[str]] | None = None
-    #: For a listing alone: the node's ``pzxid`` as this walk's read of it saw it.
-    pzxid: int = 0
-
-
-class _ChildCatchUp:
-    """The CHILD events of a catch-up (a directory whose children changed): a listing each."""
-
-    def __init__(self, engine: CacheEngine) -> None:
-        self._engine = engine
-
-    def __call__(self, event: WatchEvent) -> None:
-        if event.path is not None and event.type is WatchEventType.CHILD:
-            self._engine._queue(("list", event.path))
-
-
-mark_inline(_ChildCatchUp)
-
-
-@dataclasses.dataclass(slots=True)
-class _Walk:
-    """A re-synchronisation under way."""
-
-    number: int
-    first: bool
-    #: The connection the watch was on when it began (None: not known, one-shot mode).
-    generation: int | None = None
-    #: Reads only what the server's diff flagged (the module note).
-    incremental: bool = False
-    #: The paths whose event reads had failed when it began: read again.
-    dirty: frozenset[str] = frozenset()
-    #: Requests it sent (reads, and the setWatches2 batches).
-    requests: int = 0
-    seen: set[str] = dataclasses.field(default_factory=set)
-    #: Directories this walk listed, with the ``pzxid`` they had no later than that.
-    listed: dict[str, int] = dataclasses.field(default_factory=dict)
-    outstanding: int = 0
-    failed: bool = False
-
-
-class CacheEngine:
+class CacheEngine(Walks):
     """The state and the worker of one cache (the faces hold one and say what to show)."""
 
     def __init__(
@@ -213,18 +116,19 @@ class CacheEngine:
         self._listeners: list[Listener] = []
         self._watch: PersistentWatch | None = None
         self._thread: threading.Thread | None = None
+        self._started = False
         self._running = False
         self._closed = False
         self._walks = 0
-        self._walk: _Walk | None = None
+        self._walk: Walk | None = None
         #: A walk's reads waiting to be sent: (path, walk, data, children, pzxid). Sent as
         #: the in-flight ones are applied, so no more than MAX_IN_FLIGHT wait at once (a
         #: server throttles a connection with too many requests outstanding).
         self._todo: collections.deque[tuple[str, int, bool, bool, int]] = collections.deque()
-        self._sink = _Sink(self)
+        self._sink = Sink(self)
         #: True on a server without persistent watches: one-shot watches on every node.
         self.one_shot = False
-        self._child_catch_up = _ChildCatchUp(self)
+        self._child_catch_up = ChildCatchUp(self)
         #: The connection as of whose end the cache holds every change (a walk ended
         #: on it), for the next reconnect's diff; None: walk in full.
         self._exact_generation: int | None = None
@@ -234,6 +138,12 @@ class CacheEngine:
         self._collect: list[tuple[Any, ...]] | None = None
         #: False once a server refused setWatches2: every resync walks in full.
         self._diff_works = True
+        #: Nodes this client may not read (NoAuth): skipped with what is below them.
+        self._unreadable: set[str] = set()
+        #: The one-shot watches the last catch-up left (close() takes them back).
+        self._leftover: Leftover | None = None
+        self._backoff = Backoff()
+        self._replies = Replies()
         self.initialized = threading.Event()
         #: Set while the cache equals the server as of its last read; cleared on SUSPENDED.
         self.synced = threading.Event()
@@ -246,7 +156,7 @@ class CacheEngine:
                     f"{self._name} on {self.root} was started already"
                     + (" and closed: make a new one" if self._closed else "")
                 )
-            self._running = True
+            self._running = self._started = True
         self.client.check_usable()
         self._thread = threading.Thread(
             target=self._run, name=f"zk-recipes {self._name} {self.root}", daemon=True
@@ -282,7 +192,15 @@ class CacheEngine:
         self._queue(("resync",))
 
     def close(self) -> None:
-        """Stop: the watch is removed, the worker ends, listeners hear nothing more. Idempotent."""
+        """Stop: the watch is removed, the worker ends, listeners hear nothing more. Idempotent.
+
+        Returns at once while disconnected (nothing waits for the server).
+        The one-shot watches the last incremental resync left on unchanged
+        nodes are taken back (``removeWatches``, not waited for) where no
+        other watcher of the client is on the node. What stays: with a
+        server without persistent watches, the one-shot watches set on every
+        node (until each node changes or the connection ends).
+        """
         with self._lock:
             if self._closed:
                 return
@@ -290,6 +208,7 @@ class CacheEngine:
             self._running = False
             self._work.append(("stop",))
             self._wake.notify_all()
+        self._replies.interrupt()
         watch, self._watch = self._watch, None
         if watch is not None:
             watch.remove()
@@ -297,6 +216,9 @@ class CacheEngine:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(10)
+        left, self._leftover = self._leftover, None
+        if left is not None and self._live(left.generation):
+            self.client.forget_changed_since(sorted(left.data), sorted(left.child))
 
     @property
     def closed(self) -> bool:
@@ -316,26 +238,51 @@ class CacheEngine:
         return stop
 
     # -- the snapshot (store.py) -------------------------------------------
+    def _check_started(self) -> None:
+        if not self._started:
+            raise RecipeUsageError(
+                f"{self._name} on {self.root} is not started: call start() first (or use it "
+                "in a with block), then wait_initialized() for the first load"
+            )
+
     def current(self) -> Mapping[str, CachedNode]:
         """Every cached node by path: a snapshot, consistent, not changed by later events."""
+        self._check_started()
         return self.store.current()
 
     def get(self, path: str) -> CachedNode | None:
+        self._check_started()
         return self.store.get(path)
 
     def children(self, path: str) -> list[str]:
         """The names of ``path``'s cached children, sorted (from the index: O(children))."""
+        self._check_started()
         return self.store.children(path)
 
     def size(self) -> int:
         return self.store.size()
 
+    @property
+    def unreadable(self) -> frozenset[str]:
+        return frozenset(self._unreadable)
+
+    def wait_initialized(self, timeout: float | None = None) -> bool:
+        self._check_started()
+        return self._waited(self.initialized.wait(timeout))
+
     def wait_synced(self, timeout: float | None = None) -> bool:
         """Wait until the cache equals the server (INITIALIZED or RESYNCED since the last cut)."""
-        return self.synced.wait(timeout)
+        self._check_started()
+        return self._waited(self.synced.wait(timeout))
+
+    def _waited(self, done: bool) -> bool:
+        failure = self.store.failure
+        if failure is not None:
+            raise failure
+        return done
 
     # -- what is in scope --------------------------------------------------
-    def _depth(self, path: str) -> int | None:
+    def depth(self, path: str) -> int | None:
         """How far below the root ``path`` is (0: the root), None if not under it."""
         root = self.root
         if path == root:
@@ -346,8 +293,10 @@ class CacheEngine:
         return path[len(prefix) :].count("/") + 1
 
     def _in_scope(self, path: str) -> bool:
-        depth = self._depth(path)
+        depth = self.depth(path)
         if depth is None or (self._max_depth is not None and depth > self._max_depth):
+            return False
+        if self._unreadable and path != self.root and self._below_unreadable(path):
             return False
         selector = self._selector
         if selector is None:
@@ -360,6 +309,29 @@ class CacheEngine:
             if candidate == self.root:
                 return True
             candidate = _paths.parent_of(candidate)
+
+    def _below_unreadable(self, path: str) -> bool:
+        while path != self.root:
+            path = _paths.parent_of(path)
+            if path in self._unreadable:
+                return True
+        return False
+
+    def _descends(self, path: str) -> bool:
+        """Whether the cache holds children of ``path`` (recursive, above max_depth)."""
+        if not self._recursive:
+            return False
+        depth = self.depth(path)
+        return self._max_depth is None or depth is None or depth < self._max_depth
+
+    def _live(self, generation: int) -> bool:
+        """Whether connection ``generation`` is the client's, and up."""
+        state = self.client.state
+        return (
+            state is not None
+            and state.is_connected
+            and self.client.connection_generation == generation
+        )
 
     # -- the worker --------------------------------------------------------
     def _queue(self, item: tuple[Any, ...]) -> None:
@@ -377,14 +349,25 @@ class CacheEngine:
         if self.one_shot and change.state.is_connected:  # READ_ONLY too
             self._queue(("resync",))  # kazoo dropped every one-shot watch with the connection
 
+    def _retry_later(self, key: str, kind: str, item: tuple[Any, ...]) -> None:
+        """Send a read again after its back-off (``reads.py``); on the worker."""
+        tries = self._backoff.later(session_clock(), key, kind, item)
+        if tries == 1:
+            log.warning("%s on %s: reading %s failed; reading it again", self._name, self.root, key)
+
     def _run(self) -> None:
-        in_flight: collections.deque[_Read | tuple[Any, ...]] = collections.deque()
+        in_flight: collections.deque[Read | tuple[Any, ...]] = collections.deque()
         while True:
             with self._lock:
-                while not self._work and not in_flight and not self._todo and not self._closed:
-                    self._wake.wait()
-                if self._closed:
-                    return
+                while True:
+                    if self._closed:
+                        return
+                    if self._backoff.waiting:
+                        for kind, item in self._backoff.due(session_clock()):
+                            (self._todo if kind == "todo" else self._work).append(item)
+                    if self._work or in_flight or self._todo:
+                        break
+                    self._wake.wait(self._backoff.wait(session_clock()))
                 items: list[tuple[Any, ...]] = []
                 while self._work and len(in_flight) + len(items) < MAX_IN_FLIGHT:
                     items.append(self._work.popleft())
@@ -394,6 +377,8 @@ class CacheEngine:
                 self._send_todo(in_flight)
                 if in_flight:
                     self._finish(in_flight.popleft(), in_flight)
+            except Closing:
+                return
             except CacheOverflowError as exc:
                 self._fail(exc)
                 return
@@ -406,31 +391,23 @@ class CacheEngine:
         kind = item[0]
         if kind == "event":
             path = item[1]
+            if self._leftover is not None:
+                self._leftover.data.discard(path)  # an event fired its one-shot watch, if any
             if self._in_scope(path):
-                # One-shot mode: a node new to the cache needs its child watch too.
-                listing = self.one_shot and self.store.get(path) is None and self._descends(path)
+                # A node new to the cache needs its children too: in one-shot mode (its
+                # child watch), or readable again after a NoAuth (what is below it).
+                listing = (
+                    (self.one_shot or path in self._unreadable)
+                    and self.store.get(path) is None
+                    and self._descends(path)
+                )
                 read = self._read(path, walk=0, children=listing)
                 if read is not None:
                     in_flight.append(read)
                 else:
                     self._dirty.add(path)
         elif kind == "resync":
-            self._walks += 1
-            generation = item[1] if len(item) > 1 else None
-            walk = _Walk(self._walks, not self.initialized.is_set(), generation)
-            walk.dirty = frozenset(self._dirty)
-            self._walk = walk
-            since = self._diff_since(generation)
-            if since is not None and self._catch_up(walk, since):
-                return
-            self._exact_generation = None
-            read = self._read(self.root, walk=walk.number, children=self._recursive)
-            if read is None:
-                walk.failed = True
-            else:
-                walk.outstanding += 1
-                walk.requests += 1 + int(self._recursive)
-                in_flight.append(read)
+            self._resync(item[1] if len(item) > 1 else None, in_flight)
         elif kind == "list":
             path = item[1]
             if self._in_scope(path) and self._descends(path):
@@ -440,71 +417,11 @@ class CacheEngine:
         elif kind == "state":
             in_flight.append(item)  # told in order with the node events around it
 
-    def _diff_since(self, generation: int | None) -> int | None:
-        """The zxid a diff of this resync would be relative to; None: walk in full."""
-        exact = self._exact_generation
-        if (
-            generation is None
-            or exact is None
-            or exact >= generation
-            or self.one_shot
-            or not self._recursive
-            or not self._diff_works
-        ):
-            return None
-        return self.client.resumed_since(exact)
-
-    def _catch_up(self, walk: _Walk, since: int) -> bool:
-        """An incremental resync: the server flags what changed since ``since``; read that.
-
-        False when the server refused the diff (walk in full instead).
-        """
-        walk.incremental = True
-        data = [path for path in self.store.paths() if path != self.root]
-        child = [path for path in data if self._descends(path)]
-        with self._lock:
-            self._collect = []
-        failure: ZkRecipesError | None = None
-        try:
-            sent, left_out = self.client.changed_since(since, data, child, self._child_catch_up)
-        except ZkRecipesError as exc:
-            failure = exc
-        finally:
-            with self._lock:
-                collected, self._collect = self._collect or [], None
-        flagged = {path for kind, path in collected if kind == "event"}
-        if isinstance(failure, UnsupportedFeatureError):
-            self._diff_works = False
-            log.info(
-                "%s on %s: no diff from the server (%s); resyncs walk in full",
-                self._name,
-                self.root,
-                failure,
-            )
-            return False
-        if failure is not None:
-            # The connection went: the next one's resync asks again, from the same zxid.
-            log.debug("%s on %s: the diff failed: %s", self._name, self.root, failure)
-            self._dirty |= flagged
-            walk.failed = True
-            return True
-        walk.requests += sent
-        listings = {path for kind, path in collected if kind == "list"}
-        whole = [self.root, *(p for p in left_out if self._in_scope(p))]
-        for path in whole:
-            self._walk_read(path, walk, children=self._descends(path))
-        for path in sorted((flagged | walk.dirty) - set(whole)):
-            if self._in_scope(path):
-                self._walk_read(path, walk)
-        for path in sorted(listings - set(whole)):
-            if self._in_scope(path) and self._descends(path):
-                self._walk_read(path, walk, data=False, children=True)
-        return True
-
     def _read(
         self, path: str, *, walk: int, children: bool = False, data: bool = True
-    ) -> _Read | None:
+    ) -> Read | None:
         watch = self._sink if self.one_shot else None
+        generation = self.client.connection_generation
         try:
             got = None
             if data:
@@ -514,12 +431,12 @@ class CacheEngine:
                 listing = self.client.get_children_async(path, watch=watch)
         except (ClientStateError, ConnectionLostError, SessionLost, ZkTimeoutError):
             return None  # the next connection's re-synchronisation reads it
-        return _Read(path, got, walk, listing)
+        return Read(path, got, walk, listing, generation=generation)
 
-    def _result(self, pending: _Reply[Any]) -> Any:
-        return pending.result(self.client.settings.connection_timeout)
+    def _result(self, pending: Reply[Any]) -> Any:
+        return self._replies.result(pending, self.client.settings.connection_timeout)
 
-    def _finish(self, item: _Read | tuple[Any, ...], in_flight: collections.deque[Any]) -> None:
+    def _finish(self, item: Read | tuple[Any, ...], in_flight: collections.deque[Any]) -> None:
         if isinstance(item, tuple):
             change: StateChange = item[1]
             if change.state is ConnectionState.SUSPENDED or change.state.ends_session:
@@ -537,14 +454,18 @@ class CacheEngine:
                 self._await_root()
             self._walk_step_done(walk)
             return
-        except ZkRecipesError as exc:
-            log.debug("%s on %s: reading %s: %s", self._name, self.root, item.path, exc)
-            if walk is not None:
-                walk.failed = True  # the next connection's walk does it again
-            elif item.data is not None:
-                self._dirty.add(item.path)  # and reads this again
+        except NoAuthError:
+            self._skip(item.path)
             self._walk_step_done(walk)
             return
+        except ZkRecipesError as exc:
+            self._read_failed(item, walk, exc)
+            return
+        self._backoff.note_success(item.path)
+        readable_again = item.path in self._unreadable
+        if readable_again:
+            self._unreadable.discard(item.path)
+            log.info("%s on %s: %s is readable again", self._name, self.root, item.path)
         if got is None:  # a listing alone: in a walk, or a one-shot CHILD event
             if walk is not None and names is not None:
                 if item.pzxid:  # a catch-up's listing knows no pzxid: the next walk lists it
@@ -561,10 +482,34 @@ class CacheEngine:
             self._descend(item.path, stat, before, names, walk)
         elif names is not None:
             self._new_children(item.path, names, in_flight)
+        elif readable_again and self._descends(item.path):
+            read = self._read(item.path, walk=0, data=False, children=True)  # what is below it
+            if read is not None:
+                in_flight.append(read)
+        self._walk_step_done(walk)
+
+    def _read_failed(self, item: Read, walk: Walk | None, exc: ZkRecipesError) -> None:
+        """A read failed with neither NoNode nor NoAuth (``reads.py`` says what it becomes)."""
+        log.debug("%s on %s: reading %s: %s", self._name, self.root, item.path, exc)
+        kind = "list" if item.data is None else "event"
+        if not isinstance(exc, (SessionLost, ClientStateError)) and self._live(item.generation):
+            # A read error on a connection that is still up: the same read, later.
+            if walk is not None:  # still one of the walk's: it stays outstanding
+                todo = (item.path, walk.number, item.data is not None, item.children is not None)
+                self._retry_later(item.path, "todo", (*todo, item.pzxid))
+            else:
+                self._retry_later(item.path, "work", (kind, item.path))
+            return
+        if walk is not None:
+            walk.failed = True  # the next connection's walk does it again
+        elif self.client.state is not None and self.client.state.is_connected:
+            self._queue((kind, item.path))  # a newer connection is up: read it there
+        elif item.data is not None:
+            self._dirty.add(item.path)  # the next connection's resync reads it
         self._walk_step_done(walk)
 
     def _new_children(self, path: str, names: list[str], in_flight: collections.deque[Any]) -> None:
-        """One-shot mode, outside a walk: a listing of ``path``; read the children it adds."""
+        """Outside a walk: a listing of ``path``; read the children it adds, and theirs."""
         self._prune_children(path, set(names))
         for name in names:
             child = _paths.join(path, name)
@@ -576,149 +521,50 @@ class CacheEngine:
     def _await_root(self) -> None:
         """One-shot mode: the root does not exist; an exists watch tells when it comes."""
         try:
-            made = self.client.exists_async(self.root, watch=self._sink).result(
-                self.client.settings.connection_timeout
-            )
+            made = self._result(self.client.exists_async(self.root, watch=self._sink))
         except ZkRecipesError:
             return  # the next connection's walk tries again
         if made is not None:
             self._queue(("event", self.root))
 
-    def _descends(self, path: str) -> bool:
-        """Whether the cache holds children of ``path`` (recursive, above max_depth)."""
-        if not self._recursive:
-            return False
-        depth = self._depth(path)
-        return self._max_depth is None or depth is None or depth < self._max_depth
-
-    def _walk_step_done(self, walk: _Walk | None) -> None:
-        if walk is None:
-            return
-        walk.outstanding -= 1
-        if walk.outstanding == 0 and self._walk is walk:
-            self._end_walk(walk)
-
-    def _descend(
-        self,
-        path: str,
-        stat: ZnodeStat,
-        before: CachedNode | None,
-        names: list[str] | None,
-        walk: _Walk,
-    ) -> None:
-        """During a walk: read the children of ``path``, listing them only when they changed."""
-        if not self._descends(path):
-            return
-        unchanged = before is not None and before.stat.czxid == stat.czxid
-        if walk.incremental and names is None and unchanged:
-            return  # not new: the diff flagged its children if they changed
-        if names is None:
-            # The children cached are complete only as of the last walk that listed
-            # them: an event read lost in a cut leaves a gap that no pzxid shows.
-            known = self.store.listed_at(path) == stat.pzxid
-            if not known:
-                if stat.num_children > 0:
-                    self._walk_read(path, walk, data=False, children=True, pzxid=stat.pzxid)
-                else:
-                    walk.listed[path] = stat.pzxid
-                    self._prune_children(path, set())
-                return
-            names = self.store.children(path)
-        else:
-            walk.listed[path] = stat.pzxid
-            self._prune_children(path, set(names))
-        self._read_children(path, names, walk)
-
-    def _read_children(self, path: str, names: list[str], walk: _Walk) -> None:
-        for name in names:
-            child = _paths.join(path, name)
-            if walk.incremental and self.store.get(child) is not None:
-                continue  # cached: the diff flagged it if it changed
-            if self._in_scope(child):
-                # One-shot mode lists every node, with a watch, in the same round trip.
-                listing = self.one_shot and self._descends(child)
-                self._walk_read(child, walk, children=listing)
-
-    def _walk_read(
-        self,
-        path: str,
-        walk: _Walk,
-        *,
-        data: bool = True,
-        children: bool = False,
-        pzxid: int = 0,
-    ) -> None:
-        """Queue a read for ``walk``; ``_send_todo`` sends it when there is room."""
-        walk.outstanding += 1
-        self._todo.append((path, walk.number, data, children, pzxid))
-
-    def _send_todo(self, in_flight: collections.deque[Any]) -> None:
-        walk = self._walk
-        while self._todo and len(in_flight) < MAX_IN_FLIGHT:
-            path, number, data, children, pzxid = self._todo.popleft()
-            if walk is None or number != walk.number:
-                continue  # a walk given up for a newer one
-            read = self._read(path, walk=number, children=children, data=data)
-            if read is None:
-                walk.failed = True
-                self._walk_step_done(walk)
-                continue
-            read.pzxid = pzxid
-            walk.requests += data + children
-            in_flight.append(read)
-
-    def _end_walk(self, walk: _Walk) -> None:
-        self._walk = None
-        if walk.failed:
-            return  # the connection went: the next one walks again
-        events: list[CacheEvent] = []
-        if not walk.incremental:  # a diff flags what went; a full walk infers it
-            gone = [p for p in self.store.paths() if p not in walk.seen]
-            for path in sorted(gone, key=lambda p: -p.count("/")):
-                events.extend(self.store.remove(path))
-        self.store.note_listed(walk.listed)
-        self._dirty -= walk.dirty
-        self._exact_generation = walk.generation
-        kind = CacheEventType.INITIALIZED if walk.first else CacheEventType.RESYNCED
-        events.append(CacheEvent(kind, requests=walk.requests, incremental=walk.incremental))
-        self._emit(events)
-        self.initialized.set()
-        self.synced.set()
-
     # -- applying what was read ---------------------------------------------
     def _apply(self, path: str, data: bytes, stat: ZnodeStat) -> CachedNode | None:
-        """Apply one read of ``path``; returns the node cached before it."""
-        old = self.store.get(path)
+        """Apply one read of ``path`` (``CacheStore.apply``); returns the node cached before it."""
         if self._walk is not None:
             self._walk.seen.add(path)  # touched while a walk runs: not "unseen"
-        node = CachedNode(path, data if self._cache_data else None, stat)
-        if old is None:
-            self.store.put(node)
-            self._emit([CacheEvent(CacheEventType.CREATED, node=node)])
-        elif old.stat.czxid != stat.czxid:
-            events = self.store.remove(path)
-            self.store.put(node)
-            events.append(CacheEvent(CacheEventType.CREATED, node=node))
-            self._emit(events)
-        elif stat.mzxid > old.stat.mzxid:
-            self.store.put(node)
-            self._emit([CacheEvent(CacheEventType.CHANGED, node=node, old=old)])
-        elif stat.mzxid == old.stat.mzxid and stat.pzxid > old.stat.pzxid:
-            self.store.put(dataclasses.replace(old, stat=stat))  # children moved: no event
+        old, events = self.store.apply(CachedNode(path, data if self._cache_data else None, stat))
+        self._emit(events)
         return old
 
     def _apply_gone(self, path: str) -> None:
         if self._walk is not None:
             self._walk.seen.add(path)
+        if self._unreadable:
+            self._unreadable.discard(path)
         self._emit(self.store.remove(path))
+
+    def _skip(self, path: str) -> None:
+        """NoAuth: ``path`` is not cached, nor below it; said once while it stays so."""
+        if self._walk is not None:
+            self._walk.seen.add(path)  # there, not gone: its own entry stays until read
+        events = self.store.remove(path)
+        if path not in self._unreadable:
+            prefix = path.rstrip("/") + "/"
+            self._unreadable = {p for p in self._unreadable if not p.startswith(prefix)}
+            self._unreadable.add(path)
+            log.warning(
+                "%s on %s: no permission to read %s (NoAuth): it and the nodes below it "
+                "are not cached; it is read again at each resync and at its next change",
+                self._name,
+                self.root,
+                path,
+            )
+            events.append(CacheEvent(CacheEventType.UNREADABLE, unreadable=path))
+        self._emit(events)
 
     def _prune_children(self, path: str, listed: set[str]) -> None:
         """A listing of ``path``: cached children it no longer has are gone."""
-        cached = set(self.store.children(path))
-        events: list[CacheEvent] = []
-        for name in sorted(cached - listed):
-            events.extend(self.store.remove(_paths.join(path, name)))
-        self._emit(events)
+        self._emit(self.store.prune(path, listed))
 
     # -- telling -----------------------------------------------------------
     def _emit(self, events: list[CacheEvent]) -> None:
@@ -739,6 +585,10 @@ class CacheEngine:
                     )
 
     def _fail(self, failure: ZkRecipesError) -> None:
+        """Stop for good: FAILED to the listeners, every wait and read raises ``failure``."""
         self.store.failure = failure
         log.error("%s", failure)
+        self._emit([CacheEvent(CacheEventType.FAILED, error=failure)])
+        self.initialized.set()  # the waits end now, and raise it (_waited)
+        self.synced.set()
         self.close()

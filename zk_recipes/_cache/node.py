@@ -2,8 +2,9 @@
 
 One persistent (not recursive) watch on the node, which need not exist and
 is never created (Curator's NodeCache creates its parents). Events are
-CREATED, CHANGED and DELETED of the node, INITIALIZED, RESYNCED and the
-connection's states.
+CREATED, CHANGED and DELETED of the node, INITIALIZED, RESYNCED, the
+connection's states, UNREADABLE (the client may not read the node) and
+FAILED.
 """
 
 from __future__ import annotations
@@ -27,8 +28,14 @@ class NodeCache(CacheFace):
         self.path = self._engine.root
 
     def current(self) -> CachedNode | None:
+        """The node as last read (data and stat), or None while it does not exist.
+
+        None too while it cannot be read (``unreadable``) or before the first
+        load; ``RecipeUsageError`` before ``start()``.
+        """
         return self._engine.get(self.path)
 
     def __repr__(self) -> str:
-        node = self._engine.get(self.path) if not self._engine.closed else None
+        engine = self._engine
+        node = None if engine.closed or engine.store.failure else engine.store.get(self.path)
         return f"<NodeCache {self.path} {'absent' if node is None else f'v{node.stat.version}'}>"

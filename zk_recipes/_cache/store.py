@@ -7,6 +7,7 @@ which is all Curator's CuratorCache storage can do).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
@@ -81,6 +82,35 @@ class CacheStore:
                     parent = _paths.parent_of(node.path)
                     self._children.setdefault(parent, set()).add(_paths.name_of(node.path))
             self._nodes[node.path] = node
+
+    def apply(self, node: CachedNode) -> tuple[CachedNode | None, list[CacheEvent]]:
+        """Apply a read of ``node.path`` (the rules in engine.py): what was cached, and the events.
+
+        Not cached: CREATED. Another ``czxid``: DELETED of it and below, then
+        CREATED. A newer ``mzxid``: CHANGED. The same ``mzxid`` with a newer
+        ``pzxid``: the stat kept, no event. Older: a stale read, dropped.
+        """
+        old = self.get(node.path)
+        if old is None:
+            self.put(node)
+            return old, [CacheEvent(CacheEventType.CREATED, node=node)]
+        if old.stat.czxid != node.stat.czxid:
+            events = self.remove(node.path)
+            self.put(node)
+            return old, [*events, CacheEvent(CacheEventType.CREATED, node=node)]
+        if node.stat.mzxid > old.stat.mzxid:
+            self.put(node)
+            return old, [CacheEvent(CacheEventType.CHANGED, node=node, old=old)]
+        if node.stat.mzxid == old.stat.mzxid and node.stat.pzxid > old.stat.pzxid:
+            self.put(dataclasses.replace(old, stat=node.stat))  # children moved: no event
+        return old, []
+
+    def prune(self, path: str, listed: set[str]) -> list[CacheEvent]:
+        """A listing of ``path``: its cached children not in ``listed`` are gone (DELETED)."""
+        events: list[CacheEvent] = []
+        for name in sorted(set(self.children(path)) - listed):
+            events.extend(self.remove(_paths.join(path, name)))
+        return events
 
     def remove(self, path: str) -> list[CacheEvent]:
         """Forget ``path`` and everything cached below it: DELETED events, deepest first."""

@@ -57,15 +57,31 @@ class TreeCache(CacheFace):
         self.path = self._engine.root
 
     def current(self) -> Mapping[str, CachedNode]:
-        """Every cached node by path: a consistent snapshot."""
+        """Every cached node by path: a consistent snapshot.
+
+        ``RecipeUsageError`` before ``start()``.
+        """
         return self._engine.current()
 
     def get(self, path: str) -> CachedNode | None:
-        return self._engine.get(path)
+        """The node at ``path`` as last read, or None if it is not cached.
+
+        Not cached: it does not exist, is beyond ``max_depth`` or the
+        selector, or cannot be read (``unreadable``). ``ConfigurationError``
+        for a path outside the cache's root.
+        """
+        return self._engine.get(self._under_root(path))
 
     def children(self, path: str) -> list[str]:
-        """The cached children's names of ``path``, sorted."""
-        return self._engine.children(path)
+        """The cached children's names of ``path``, sorted.
+
+        ``ConfigurationError`` for a path outside the cache's root.
+        """
+        return self._engine.children(self._under_root(path))
+
+    def size(self) -> int:
+        """How many nodes are cached."""
+        return self._engine.size()
 
     def __repr__(self) -> str:
         return f"<TreeCache {self.path} {self._engine.size()} nodes>"

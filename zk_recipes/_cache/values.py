@@ -6,6 +6,7 @@ import dataclasses
 import enum
 
 from zk_recipes._client.states import StateChange
+from zk_recipes._errors import ZkRecipesError
 from zk_recipes._types import ZnodeStat
 
 
@@ -36,6 +37,14 @@ class CacheEventType(enum.Enum):
     #: The client's connection state changed (``state`` has it): SUSPENDED means the
     #: cache may be behind until RESYNCED.
     CONNECTION = "CONNECTION"
+    #: A node this client may not read (NoAuth): not cached, nor anything below it,
+    #: as if it did not exist (``path`` names it; whatever was cached of it went
+    #: first, with DELETED events). The cache's ``unreadable`` lists such nodes;
+    #: each is read again at every resync and at its next event.
+    UNREADABLE = "UNREADABLE"
+    #: The cache stopped (``error`` says why: CacheOverflowError past ``max_nodes``);
+    #: the last event. Its reads and waits raise ``error`` from then on.
+    FAILED = "FAILED"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -54,10 +63,14 @@ class CacheEvent:
     #: RESYNCED: True when it read only what the server said changed (a reconnect
     #: on the same session), False when it walked every node (a new session).
     incremental: bool = False
+    #: UNREADABLE: the path of the node the client may not read.
+    unreadable: str | None = None
+    #: FAILED: why the cache stopped.
+    error: ZkRecipesError | None = None
 
     @property
     def path(self) -> str | None:
-        """The node's path, for node events."""
+        """The node's path, for node events (and UNREADABLE)."""
         if self.node is not None:
             return self.node.path
-        return self.old.path if self.old is not None else None
+        return self.old.path if self.old is not None else self.unreadable

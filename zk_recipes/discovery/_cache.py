@@ -141,6 +141,8 @@ class ServiceCache:
             if old is None:
                 return
             told = ServiceCacheEvent(CacheEventType.DELETED, old=old)
+        elif kind is CacheEventType.UNREADABLE:
+            return  # an instance node we may not read: skipped (a DELETED came if it was here)
         else:
             told = ServiceCacheEvent(kind, state=event.state)
         for listener in self._listeners:
