@@ -727,7 +727,9 @@ class ZkClient:
         ``WatchManagerOptimized``). A one-shot ``watch=`` on exactly this path
         is refused while the watch lives (``RecipeUsageError``): ZooKeeper
         3.6-3.8 keep one watch mode per path and would turn this one into a
-        one-shot watch, silently.
+        one-shot watch, silently. Persistent watches of both modes on one path
+        are fine: they share one server watch in the strongest mode needed
+        (``zk_recipes._client.kazoo.watches``).
         """
         _paths.validate_path(path)
         if not callable(callback):

@@ -16,6 +16,7 @@ def main(hosts: str) -> None:
         workers.listen(lambda e: print(e.type.value, e.path))
         for path, node in workers.current().items():  # the children, sorted by path
             print(path, node.data)
+        first = workers.get("/workers/w-1")  # one child by its path, or None
         workers.close()
     # --8<-- [end:example]
 

@@ -18,6 +18,7 @@ def main(hosts: str) -> None:
             node = flags.get("/flags/checkout")  # a CachedNode(path, data, stat), or None
             names = flags.children("/flags")  # from an index: O(children)
             everything = flags.current()  # a consistent snapshot: {path: CachedNode}
+            hidden = flags.unreadable  # nodes this client may not read (NoAuth): not cached
         client.delete("/flags", recursive=True)
     # --8<-- [end:example]
 
