@@ -24,6 +24,8 @@ class CachedNode:
 
 
 class CacheEventType(enum.Enum):
+    """What a ``CacheEvent`` says: a node's change, the cache's state, or the connection's."""
+
     #: A node appeared (at the first load too, for every node there).
     CREATED = "CREATED"
     #: A node's data (or version) changed; ``node`` is the new value, ``old`` the one before.

@@ -79,6 +79,7 @@ class ServiceCache:
 
     @property
     def started(self) -> bool:
+        """Whether ``start()`` was called (a ServiceCache starts once)."""
         return self._started
 
     def __enter__(self) -> ServiceCache:
@@ -89,6 +90,11 @@ class ServiceCache:
         self.close()
 
     def wait_initialized(self, timeout: float | None = None) -> bool:
+        """Wait for the first load to end (True), or ``timeout`` (False).
+
+        ``RecipeUsageError`` before ``start()``; the error that stopped the
+        cache, if one did.
+        """
         return self._children.wait_initialized(timeout)
 
     def instances(self) -> list[ServiceInstance]:
