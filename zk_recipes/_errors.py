@@ -28,6 +28,9 @@ so callers never need to import kazoo to handle ours.
     ├── ConnectionLostError       the connection broke: TRANSIENT, retry once connected
     │   ├── OperationTimeoutError the server did not answer in time (TimeoutError too)
     │   ├── SessionMovedError     the session moved to another server
+    │   ├── OutcomeUnknown        a write's reply was lost and nothing tells whether it
+    │   │   │                     applied: never resent by a retry policy
+    │   │   └── TransactionOutcomeUnknown   ... a transaction's
     │   └── UnavailableError      not connected now: a face answers 503 / exits 69 at once
     ├── SessionLost               the session is gone, really or simulated: TERMINAL
     │   ├── LockLost              a lock this process held is gone with its session
@@ -210,7 +213,18 @@ class TransactionFailedError(ZkRecipesError):
         self.cause = cause
 
 
-class TransactionOutcomeUnknown(ConnectionLostError):
+class OutcomeUnknown(ConnectionLostError):
+    """A write's reply was lost, and nothing can tell whether it was applied.
+
+    Never sent again by a retry policy (``is_retryable`` says no): a second
+    copy of a sequential node, or of a transaction, would be a silent
+    duplicate. Check what the write was to change before sending it again.
+    A sequential create that is not protected raises it (``protected=True``
+    finds its node after a lost reply instead).
+    """
+
+
+class TransactionOutcomeUnknown(OutcomeUnknown):
     """The connection went while a transaction was sent: it may or may not have been applied.
 
     Raised only for a transaction without a protected create, whose node

@@ -28,7 +28,10 @@ in lockstep; the back-off multiplier is uniform over [1, 2**(attempt+1) - 1]
 What is retried: ConnectionLostError, OperationTimeoutError and
 SessionMovedError. The session survives them; the request may or may not have
 been applied, and the recipe's own protocol (protected names, re-listing)
-copes with that. SessionLost is a ConnectionLostError too but is NOT retried:
+copes with that. OutcomeUnknown, a ConnectionLostError too, is not retried:
+it says that no protocol can tell (a sequential create that is not
+protected, a transaction without a protected create), and a resend could
+make a second copy. SessionLost is a ConnectionLostError too but is NOT retried:
 when the session is gone, so is every ephemeral node it owned, so a lock is
 no longer held and a leader no longer leads. Only the recipe knows what that
 means (report LockLost, re-enter the election); a loop that silently tried
@@ -59,6 +62,7 @@ from typing import SupportsIndex, TypeVar
 from zk_recipes._errors import (
     ConfigurationError,
     ConnectionLostError,
+    OutcomeUnknown,
     RetriesExhaustedError,
     SessionLost,
     ZkTimeoutError,
@@ -424,8 +428,13 @@ class PlateauRetry(RetryPolicy):
 
 def is_retryable(exc: BaseException) -> bool:
     """True for a broken connection, an operation timeout or a moved session; False for
-    everything else, SessionLost included (its recipe must decide, see the module note)."""
-    return isinstance(exc, ConnectionLostError) and not isinstance(exc, SessionLost)
+    everything else, SessionLost included (its recipe must decide, see the module note),
+    and OutcomeUnknown: a write that may have applied is not sent again blindly."""
+    return (
+        isinstance(exc, ConnectionLostError)
+        and not isinstance(exc, SessionLost)
+        and not isinstance(exc, OutcomeUnknown)
+    )
 
 
 def _attempts(count: int) -> str:

@@ -59,6 +59,7 @@ from zk_recipes._errors import (
     NodeExistsError,
     NoNodeError,
     OperationTimeoutError,
+    OutcomeUnknown,
     SessionLost,
     UnsupportedFeatureError,
     ZkRecipesError,
@@ -138,6 +139,8 @@ class Creator:
         client = self._client
         if protected:
             return self.create_protected(full, data, mode, acl, ttl, parents)
+        if mode.is_sequential:
+            return self._create_sequential(full, data, mode, acl, ttl, parents)
         attempts = 0
 
         def attempt() -> CreateResult:
@@ -162,6 +165,30 @@ class Creator:
                 raise
 
         return client.retry(attempt) if retry else attempt()
+
+    def _create_sequential(
+        self,
+        full: str,
+        data: bytes,
+        mode: CreateMode,
+        acl: tuple[Acl, ...] | None,
+        ttl: float | None,
+        parents: bool,
+    ) -> CreateResult:
+        """A sequential create that is not protected: sent once, never again blindly.
+
+        After a lost reply nothing finds the node (its name was the server's
+        to choose), and a resend would make a second one: ``OutcomeUnknown``.
+        """
+        try:
+            return self._create_abs(full, data, mode, acl, ttl, parents)
+        except _UNANSWERED as exc:
+            raise OutcomeUnknown(
+                f"the reply to the sequential create of {self._client._rel(full)} was lost: "
+                "the node may or may not have been made, and sending it again could make a "
+                "second one. Look before creating again, or create with protected=True (the "
+                "node's name then finds it after a lost reply)"
+            ) from exc
 
     def _create_abs(
         self,
@@ -432,7 +459,13 @@ class Creator:
                         f"no answer to the create of {client._rel(node)} within {timeout_now:g}s"
                     ) from exc
                 # The reply was lost: the general (slower) path finds a node of ours
-                # if the server made one, and retries.
+                # if the server made one, and retries (never blindly: a sequential node
+                # that is not protected cannot be found, OutcomeUnknown).
+                if not protected and mode.is_sequential:
+                    raise OutcomeUnknown(
+                        f"the reply to the create of {client._rel(node)} was lost; it may have "
+                        "been made: create with protected=True to find it after a lost reply"
+                    ) from exc
                 if protected:
                     result = self.create_protected(
                         full, data, mode, acl, None, parents, protected_id=prefix

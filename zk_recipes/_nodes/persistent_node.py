@@ -64,6 +64,7 @@ from zk_recipes._client.creates import CreateResult
 from zk_recipes._client.states import ConnectionState, StateChange
 from zk_recipes._errors import (
     ClientStateError,
+    ConfigurationError,
     HolderSessionLost,
     NodeExistsError,
     NoNodeError,
@@ -125,7 +126,11 @@ class PersistentNode:
         data: its data (``set_data`` changes it later, also on re-creates).
         mode: EPHEMERAL (the default) or any CreateMode; SEQUENTIAL modes keep
             the name the first create gave.
-        protected: Curator's protected name (``_c_<uuid>-<name>``).
+        protected: Curator's protected name (``_c_<uuid>-<name>``). None (the
+            default): protected in the SEQUENTIAL modes, where only a protected
+            name finds the node again after a lost reply, and not otherwise;
+            ``protected=False`` with a SEQUENTIAL mode is refused (a lost reply
+            could leave a second node of ours behind).
         ttl: seconds, for the TTL modes only.
 
     ``state`` says PENDING, CREATED or CONFLICT (someone else's node is where
@@ -140,14 +145,20 @@ class PersistentNode:
         data: bytes = b"",
         *,
         mode: CreateMode = CreateMode.EPHEMERAL,
-        protected: bool = False,
+        protected: bool | None = None,
         ttl: float | None = None,
     ) -> None:
         self.client = require_client(client, "PersistentNode")
         self.path = _paths.validate_writable_path(path)
         self.mode = CreateMode.checked(mode)
         self.ttl = self.mode.check_ttl(ttl)
-        self.protected = bool(protected)
+        if protected is False and self.mode.is_sequential:
+            raise ConfigurationError(
+                f"a {self.mode.name} PersistentNode must be protected: after a lost reply "
+                "only a protected name finds the node again, and an unprotected one could "
+                "leave a second node of ours. Leave protected= out (or pass True)"
+            )
+        self.protected = self.mode.is_sequential if protected is None else bool(protected)
         self._data = self._validate(data)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
