@@ -193,5 +193,11 @@ def test_close_takes_back_the_watches_an_incremental_resync_left(
     left = _watched_by(zk_server, session)
     root = f"{watcher.namespace}/left"
     assert {f"{root}/n{i}" for i in range(1, 5)} <= left  # the unchanged nodes' watches
+    woke = threading.Event()
+    watcher.exists("/left/n1", watch=lambda event: woke.set())  # another watcher's
     cache.close()
-    wait_until(lambda: not _watched_by(zk_server, session), "no watch of the cache left", 10)
+    wait_until(
+        lambda: _watched_by(zk_server, session) == {f"{root}/n1"}, "only the other's left", 10
+    )
+    writer.set("/left/n1", b"1")
+    assert woke.wait(10), "close() took another watcher's watch"
