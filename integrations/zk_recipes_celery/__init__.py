@@ -35,6 +35,7 @@ else:  # the supported versions: the extra's pins (pyproject.toml)
     require_version("zk_recipes_celery", "Celery", celery.VERSION, (5, 3), "celery")
 
 from zk_recipes_celery._abort import SingletonAborted
+from zk_recipes_celery._celery_schedules import CeleryBeatSchedule, beat_schedule
 from zk_recipes_celery._config import CeleryZkConfig, read_config
 from zk_recipes_celery._hooks import get_client, install
 from zk_recipes_celery._lifecycle import close_clients
@@ -47,7 +48,6 @@ from zk_recipes_celery._metrics import (
 from zk_recipes_celery._publish import DuplicateTask
 from zk_recipes_celery._singleton import SingletonTask, singleton_task
 from zk_recipes_celery._singleton_run import SingletonBusy, SingletonRun, current_singleton
-from zk_recipes_celery._zk_schedule import CeleryBeatSchedule, beat_schedule
 from zk_recipes_celery.beat import LeaderScheduler, ZkScheduler, leader_gated, leader_only
 
 __all__ = [

@@ -3,16 +3,22 @@
 ``celery beat -S zk_recipes_celery.beat:ZkScheduler``: redbeat's model on
 ZooKeeper. The entries live in ZooKeeper (the layout and JSON are the
 framework kit's, ``zk_recipes.frameworks._beat_schedule``), so they can be
-added, changed, disabled and removed at runtime (``beat_schedule(app)``, or
-``zk-recipes beat ...``) and every beat sees the same schedule, without a
+added, changed, disabled and removed at runtime (``beat_schedule(app)`` of
+_celery_schedules, or ``zk-recipes beat ...``) and every beat sees the same schedule, without a
 database or a shelve file. ``app.conf.beat_schedule`` is imported once at
 start-up: each entry it names is written unless the same definition is
 there already; entries added at runtime are kept.
 
 **Reading.** Each beat keeps a ``TreeCache`` of ``<prefix>/schedule/<beat
 name>`` (entries and last runs): a tick reads nothing from the server, and
-a change reaches every beat with the server's notification. An entry that
-does not parse is logged and left out; a disabled one is not scheduled.
+a change reaches every beat with the server's notification. A disabled
+entry is not scheduled. An entry this beat cannot run (it does not parse,
+Celery refuses its schedule, or it is solar and ``ephem`` is missing here)
+is logged once per version of its node, with the node's path and the
+reason, and left out; every other entry keeps ticking. Writers check
+entries the same way first (``zk_recipes.frameworks.check_schedule``), so
+only a node written by hand, by an older version or by another tool is
+met here.
 
 **Sending: the leader only, each tick at most once.** The same election and
 gate as ``LeaderScheduler`` (``LeaderGate``): standbys send nothing. Before
@@ -24,6 +30,11 @@ version its cache holds; the send happens only if that write wins. So:
   both send one tick: one write wins;
 - a leader killed between its write and its send loses that tick (at most
   once, never twice);
+- a write whose reply is lost (the connection broke after the server applied
+  it, or a resent write meets its own first copy as BadVersion) is read back:
+  the node holding exactly what this beat wrote is its run, and it is sent,
+  once; a read that cannot be done either leaves the tick unsent (at most
+  once again);
 - a tick due while no beat leads (the leader killed -9, its session not yet
   expired) is sent by the next leader as soon as it is elected, once, however
   many periods passed (Celery's ``is_due`` counts from ``last_run_at``, which
@@ -37,14 +48,12 @@ standby becomes leader its heap is rebuilt from the last runs in ZooKeeper.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime
 import logging
 import threading
-from collections.abc import Mapping, Sequence
 from typing import Any
 
-from celery import beat, schedules
+from celery import beat
 
 from zk_recipes import (
     BadVersionError,
@@ -54,86 +63,29 @@ from zk_recipes import (
     NoNodeError,
     TreeCache,
     ZkRecipesError,
+    ZnodeStat,
 )
 from zk_recipes.frameworks import (
     BeatEntry,
     BeatSchedule,
+    InvalidEntry,
     LastRun,
     ScheduleError,
-    check_schedule,
+    check_dependencies,
+    parse_entry,
     schedule_path,
 )
 from zk_recipes_celery._beat_election import BeatRole
 from zk_recipes_celery._beat_gate import pending_role
+from zk_recipes_celery._celery_schedules import entry_from_conf, import_entry, to_celery
 from zk_recipes_celery._lifecycle import app_state
 
 log = logging.getLogger("zk_recipes.celery.beat")
 
 #: How long a beat waits for its first read of the schedule at start-up (seconds).
 LOAD_TIMEOUT = 30.0
-
-
-def to_celery(schedule: Mapping[str, Any], app: Any) -> Any:
-    """A stored schedule (``check_schedule``'s JSON) as Celery's schedule object."""
-    kind, value = next(iter(schedule.items()))
-    if kind == "every":
-        return schedules.schedule(datetime.timedelta(seconds=value), app=app)
-    if kind == "crontab":
-        return schedules.crontab(app=app, **value)
-    return schedules.solar(value["event"], value["lat"], value["lon"], app=app)
-
-
-def from_celery(schedule: Any) -> dict[str, Any]:
-    """A ``beat_schedule`` schedule (seconds, timedelta, schedule, crontab, solar) as JSON."""
-    if isinstance(schedule, (int, float)) and not isinstance(schedule, bool):
-        return check_schedule({"every": schedule})
-    if isinstance(schedule, datetime.timedelta):
-        return check_schedule({"every": schedule.total_seconds()})
-    if isinstance(schedule, schedules.crontab):
-        fields = {
-            "minute": schedule._orig_minute,
-            "hour": schedule._orig_hour,
-            "day_of_week": schedule._orig_day_of_week,
-            "day_of_month": schedule._orig_day_of_month,
-            "month_of_year": schedule._orig_month_of_year,
-        }
-        return check_schedule({"crontab": {k: str(v) for k, v in fields.items()}})
-    if isinstance(schedule, schedules.solar):
-        return check_schedule(
-            {"solar": {"event": schedule.event, "lat": schedule.lat, "lon": schedule.lon}}
-        )
-    if isinstance(schedule, schedules.schedule):
-        return check_schedule({"every": schedule.run_every.total_seconds()})
-    raise ScheduleError(
-        f"ZkScheduler stores interval, crontab and solar schedules, got {schedule!r}"
-    )
-
-
-def entry_from_conf(name: str, spec: Mapping[str, Any]) -> BeatEntry:
-    """One ``app.conf.beat_schedule`` entry as a stored entry."""
-    return BeatEntry(
-        name=name,
-        task=spec["task"],
-        schedule=from_celery(spec["schedule"]),
-        args=tuple(spec.get("args", ())),
-        kwargs=dict(spec.get("kwargs", {})),
-        options=dict(spec.get("options", {})),
-    )
-
-
-def import_entry(store: BeatSchedule, entry: BeatEntry) -> bool:
-    """Write a ``beat_schedule`` entry unless the same definition is stored; True when written.
-
-    The configuration wins for the definition of the entries it names; an
-    entry disabled (or enabled) at runtime stays so across restarts.
-    """
-    stored = store.get(entry.name)
-    if stored is not None:
-        entry = dataclasses.replace(entry, enabled=stored.enabled)
-        if stored == entry:
-            return False
-    store.put(entry)
-    return True
+#: How long a leader tries to read back a run record whose write got no reply (seconds).
+RECORD_READ_TIMEOUT = 10.0
 
 
 class ZkStoreScheduler(beat.Scheduler):  # type: ignore[misc]
@@ -149,6 +101,8 @@ class ZkStoreScheduler(beat.Scheduler):  # type: ignore[misc]
         self._zk_claimed: set[str] = set()
         #: Runs this beat recorded, and the version its write made (the cache may lag).
         self._zk_recorded: dict[str, tuple[LastRun, int]] = {}
+        #: Entries skipped as invalid, and the version (mzxid) of their node said so.
+        self._zk_invalid: dict[str, int] = {}
         self._zk_was_leader = False
         super().__init__(*args, **kwargs)
 
@@ -165,7 +119,7 @@ class ZkStoreScheduler(beat.Scheduler):  # type: ignore[misc]
             try:
                 if import_entry(store, entry_from_conf(name, spec)):
                     log.info("beat: schedule entry %s written to %s", name, store.entries_path)
-            except (ScheduleError, KeyError) as exc:
+            except (ScheduleError, KeyError, TypeError, ValueError) as exc:
                 log.error("beat: schedule entry %s of beat_schedule not stored: %s", name, exc)
         self._zk_cache = TreeCache(client, store.path, max_depth=2)
         self._zk_cache.listen(self._on_change)
@@ -185,14 +139,15 @@ class ZkStoreScheduler(beat.Scheduler):  # type: ignore[misc]
         store = self._zk_store
         nodes = self._zk_cache.current()
         built: dict[str, beat.ScheduleEntry] = {}
+        invalid: dict[str, int] = {}
         for name in self._zk_cache.children(store.entries_path):
-            node = nodes.get(f"{store.entries_path}/{name}")
+            path = f"{store.entries_path}/{name}"
+            node = nodes.get(path)
             if node is None:
                 continue
-            try:
-                entry = BeatEntry.from_bytes(name, node.data or b"")
-            except ScheduleError as exc:
-                log.warning("beat: %s; skipped", exc)
+            entry = parse_entry(name, node.data or b"", path)
+            if isinstance(entry, InvalidEntry):
+                self._skip(invalid, name, path, node.stat.mzxid, entry.reason)
                 continue
             if not entry.enabled:
                 continue
@@ -203,8 +158,25 @@ class ZkStoreScheduler(beat.Scheduler):  # type: ignore[misc]
                 run = ours[0]
             if run is None:  # never run: its period counts from when it was added
                 run = LastRun(node.stat.ctime / 1000.0, 0)
-            built[name] = self._entry(entry, run)
+            try:
+                check_dependencies(entry.schedule)
+                built[name] = self._entry(entry, run)
+            except Exception as exc:  # whatever Celery raises: this entry only is skipped
+                self._skip(invalid, name, path, node.stat.mzxid, str(exc))
         self._zk_entries = built
+        self._zk_invalid = invalid
+
+    def _skip(self, invalid: dict[str, int], name: str, path: str, version: int, why: str) -> None:
+        """Leave an entry out of the schedule; say so once per version of its node."""
+        invalid[name] = version
+        if self._zk_invalid.get(name) != version:
+            log.error(
+                "beat: schedule entry %s is skipped, this beat cannot run it: %s. Every other "
+                "entry keeps its schedule; fix it with zk-recipes beat add (or beat_schedule(app)"
+                ".add), or remove it",
+                path,
+                why,
+            )
 
     def _entry(self, entry: BeatEntry, run: LastRun) -> beat.ScheduleEntry:
         return self.Entry(
@@ -251,29 +223,53 @@ class ZkStoreScheduler(beat.Scheduler):  # type: ignore[misc]
         path = f"{store.runs_path}/{entry.name}"
         node = self._zk_cache.get(path)
         run = LastRun(entry.last_run_at.timestamp(), entry.total_run_count)
+        data = run.to_bytes()
         client = store.client
+        # The version of the last run: the cache's, or our own write's when the cache
+        # has not shown it yet (a run recorded a moment ago).
+        recorded = self._zk_recorded.get(entry.name)
+        known = recorded[1] if recorded is not None else -1
+        version = max(node.stat.version, known) if node is not None else known
         try:
-            # The version of the last run: the cache's, or our own write's when the cache
-            # has not shown it yet (a run recorded a moment ago).
-            recorded = self._zk_recorded.get(entry.name)
-            known = recorded[1] if recorded is not None else -1
-            version = max(node.stat.version, known) if node is not None else known
             if version < 0:
-                written = client.create(path, run.to_bytes(), parents=True).stat
+                written = client.create(path, data, parents=True, retry=False).stat
             else:
-                written = client.set(path, run.to_bytes(), version=version)
-            self._zk_recorded[entry.name] = (run, written.version)
-            return True
-        except (NodeExistsError, BadVersionError, NoNodeError):
-            recorded = self._zk_recorded.get(entry.name)
-            if recorded is not None:  # the cache's version from now on
-                self._zk_recorded[entry.name] = (recorded[0], -1)
-            log.info("beat: %s was recorded by another beat first: not sent here", entry.name)
-            self._zk_changed.set()
-            return False
-        except ZkRecipesError as exc:
-            log.warning("beat: %s not sent: its run could not be recorded (%s)", entry.name, exc)
-            return False
+                written = client.set(path, data, version=version)
+        except (NodeExistsError, BadVersionError, NoNodeError, ZkRecipesError) as exc:
+            # Refused, or no reply: a lost reply may hide our own write (and a resent one
+            # meets it as NodeExists or BadVersion). The node says whose run it is.
+            found = self._read_back(path, data)
+            if found is None:
+                refused = isinstance(exc, (NodeExistsError, BadVersionError, NoNodeError))
+                if refused:
+                    self._lost_race(entry.name)
+                else:
+                    log.warning(
+                        "beat: %s not sent: its run could not be recorded (%s), nor read back",
+                        entry.name,
+                        exc,
+                    )
+                return False
+            written = found
+            log.info("beat: %s: the reply to its run record was lost; it was ours", entry.name)
+        self._zk_recorded[entry.name] = (run, written.version)
+        return True
+
+    def _read_back(self, path: str, data: bytes) -> ZnodeStat | None:
+        """The stat of ``path`` if it holds exactly ``data`` (our write), else None."""
+        client = self._zk_store.client
+        try:
+            found, stat = client.retry(lambda: client.get(path), timeout=RECORD_READ_TIMEOUT)
+        except ZkRecipesError:  # NoNodeError included: not ours
+            return None
+        return stat if found == data else None
+
+    def _lost_race(self, name: str) -> None:
+        recorded = self._zk_recorded.get(name)
+        if recorded is not None:  # the cache's version from now on
+            self._zk_recorded[name] = (recorded[0], -1)
+        log.info("beat: %s was recorded by another beat first: not sent here", name)
+        self._zk_changed.set()
 
     def apply_entry(self, entry: beat.ScheduleEntry, producer: Any = None) -> Any:
         # Reached through LeaderGate.apply_entry, which sends nothing from a standby.
@@ -295,42 +291,3 @@ class ZkStoreScheduler(beat.Scheduler):  # type: ignore[misc]
     def info(self) -> str:
         config = app_state(self.app).config  # the banner asks before set-up (lazy)
         return f"    . schedule -> zookeeper {schedule_path(config.prefix, config.beat_name)}"
-
-
-class CeleryBeatSchedule(BeatSchedule):
-    """The schedule ZkScheduler reads, changed at runtime: ``beat_schedule(app)``."""
-
-    def add(
-        self,
-        name: str,
-        task: str,
-        schedule: Any,
-        *,
-        args: Sequence[Any] = (),
-        kwargs: Mapping[str, Any] | None = None,
-        options: Mapping[str, Any] | None = None,
-        enabled: bool = True,
-    ) -> BeatEntry:
-        """Add or change an entry; ``schedule``: seconds, a timedelta, a Celery
-        ``schedule``/``crontab``/``solar``, or the stored JSON. Every beat sees it
-        within its next tick (a second at most)."""
-        stored = dict(schedule) if isinstance(schedule, Mapping) else from_celery(schedule)
-        entry = BeatEntry(
-            name, task, stored, tuple(args), dict(kwargs or {}), dict(options or {}), enabled
-        )
-        self.put(entry)
-        return entry
-
-    def enable(self, name: str) -> BeatEntry:
-        return self.set_enabled(name, True)
-
-    def disable(self, name: str) -> BeatEntry:
-        """Keep the entry (and its last run) but send it no more until enabled."""
-        return self.set_enabled(name, False)
-
-
-def beat_schedule(app: Any = None) -> CeleryBeatSchedule:
-    """The ZooKeeper-held schedule of ``app`` (default: the current app) for its beat name."""
-    state = app_state(app)
-    config = state.config
-    return CeleryBeatSchedule(state.process_client.get(), config.prefix, config.beat_name)

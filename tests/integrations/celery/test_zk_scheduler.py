@@ -173,6 +173,8 @@ def test_last_runs_survive_a_restart_of_both_beats(
         ({"crontab": {"minute": "*/5;rm"}}, "is not a cron field"),
         ({"solar": {"event": "noon", "lat": 0, "lon": 0}}, "event is one of"),
         ({"hourly": 1}, "unknown schedule kind"),
+        ({"crontab": {"minute": "61"}}, "crontab minute '61': 61 is above 59"),
+        ({"every": float("inf")}, "every must be seconds > 0 and at most"),
     ],
 )
 def test_a_bad_entry_is_refused_before_anything_is_written(
@@ -180,3 +182,14 @@ def test_a_bad_entry_is_refused_before_anything_is_written(
 ) -> None:
     with pytest.raises(ScheduleError, match=message):
         BeatEntry("e", "proj.tick", schedule_value)
+
+
+def test_celery_schedules_are_stored_as_the_beats_will_read_them() -> None:
+    from celery.schedules import crontab
+
+    from zk_recipes_celery._celery_schedules import celery_check, from_celery
+
+    stored = from_celery(crontab(minute=[0, 30], hour=7, day_of_week="mon-fri"))
+    assert stored["crontab"]["minute"] == "0,30"
+    assert stored["crontab"]["hour"] == "7"
+    assert celery_check(stored).minute == {0, 30}
