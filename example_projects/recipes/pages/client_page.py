@@ -16,6 +16,7 @@ def main(hosts: str) -> None:
     first_steps(hosts)
     process_client(hosts)
     transaction(hosts)
+    as_holder(hosts)
     persistent_watch(hosts)
 
 
@@ -68,6 +69,24 @@ def transaction(hosts: str) -> None:
         assert created.path.startswith("/jobs/j-")
         client.delete("/jobs", recursive=True)
         client.delete("/config")
+
+
+def as_holder(hosts: str) -> None:
+    from zk_recipes import CreateMode, ZkClient
+
+    with ZkClient(hosts, namespace="holderdemo") as client:
+        client.create("/jobs/job-1", b"work", parents=True)
+        client.ensure_path("/jobs/locks")
+        # --8<-- [start:as_holder]
+        made = client.create("/jobs/locks/job-1", b"", mode=CreateMode.EPHEMERAL).stat
+        owner = made.ephemeral_owner  # the session that made it: its holder
+        client.set("/jobs/locks/job-1", b"progress", session=owner)
+        tx = client.transaction(session=owner)  # sent only while that session is ours
+        tx.check("/jobs/locks/job-1", 1).delete("/jobs/job-1").delete("/jobs/locks/job-1")
+        tx.commit()  # else HolderSessionLost: nothing sent, nothing applied
+        # --8<-- [end:as_holder]
+        assert client.exists("/jobs/job-1") is None
+        client.delete("/jobs", recursive=True)
 
 
 def persistent_watch(hosts: str) -> None:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 sent = threading.Event()
@@ -33,6 +34,38 @@ def main(hosts: str) -> None:
             jobs.put_multi([{"id": 43}, {"id": 44}])  # one node, consumed in order
             sent.wait(30)
     # --8<-- [end:example]
+    failing(hosts)
+
+
+def failing(hosts: str) -> None:
+    """The page's example of a consumer that fails: back-off, then a dead letter."""
+    # --8<-- [start:failing]
+    from zk_recipes import DistributedQueue, ItemContext, ZkClient
+
+    def charge(order: bytes, context: ItemContext) -> None:
+        if order == b"card-expired":
+            raise ValueError(f"cannot charge {order.decode()}")  # fails every time
+        # ... charge it; context.attempt says which try this is (1, 2, ...)
+
+    with ZkClient(hosts, namespace="myapp") as client:
+        with DistributedQueue(
+            client,
+            "/charges",
+            charge,
+            lock_path="/charges-locks",
+            max_attempts=3,  # then set aside in /charges-dead (default 5)
+            retry_backoff=0.1,  # seconds before the 2nd try, doubled each time (default 1)
+            retry_backoff_max=60,  # never longer apart than this (the default)
+        ) as charges:
+            charges.put(b"order-1")
+            charges.put(b"card-expired")
+            while not charges.dead_letters():  # tried 3 times, about 0.3 s apart
+                time.sleep(0.1)
+            [letter] = charges.dead_letters()
+            print(letter.name, letter.attempts, letter.last_error)
+            # -> queue-0000000001 3 ValueError: cannot charge card-expired
+            charges.purge_dead()  # or requeue_dead() once the cause is fixed
+    # --8<-- [end:failing]
 
 
 if __name__ == "__main__":
