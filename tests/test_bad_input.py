@@ -610,3 +610,13 @@ def test_bad_input(case: Case, zk_client_factory: ClientFactory) -> None:
     finally:
         for cleanup in env.cleanup:
             cleanup()
+
+
+def test_a_timeout_given_as_acquires_first_argument_is_refused(zk_client: ZkClient) -> None:
+    """``acquire(5)``: a 5 s timeout to someone coming from Curator; ``threading`` reads it as
+    ``blocking=True`` and waits for ever. Refused, with the call to write instead."""
+    from zk_recipes import WrongTypeError
+
+    for recipe in (Lock(zk_client, "/trap/lock"), Semaphore(zk_client, "/trap/sem", 1)):
+        with pytest.raises(WrongTypeError, match=r"write acquire\(timeout=5\)"):
+            recipe.acquire(5)  # type: ignore[arg-type]

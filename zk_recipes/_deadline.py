@@ -50,7 +50,17 @@ def wait_deadline(timeout: float | None) -> float | None:
 
 
 def acquire_deadline(blocking: bool, timeout: float | None) -> float | None:
-    """``acquire(blocking, timeout)`` arguments checked as ``threading.Lock`` does them."""
+    """``acquire(blocking, timeout)`` arguments checked as ``threading.Lock`` does them.
+
+    Stricter on one point: ``blocking`` must be a bool. ``acquire(5)`` is a
+    timeout of 5 s to someone coming from Curator's ``acquire(time, unit)``,
+    and ``threading`` would take it for ``blocking=True`` and wait for ever.
+    """
+    if not isinstance(blocking, bool):
+        raise WrongTypeError(
+            f"acquire(blocking=...) takes True or False, got {blocking!r}: for a timeout, "
+            f"write acquire(timeout={blocking!r})"
+        )
     if timeout == -1 and not isinstance(timeout, bool):
         timeout = None  # threading's spelling of "forever"
     if not blocking:
