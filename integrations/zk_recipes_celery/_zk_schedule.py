@@ -51,6 +51,7 @@ import contextlib
 import datetime
 import logging
 import threading
+import time
 from typing import Any
 
 from celery import beat
@@ -59,10 +60,13 @@ from zk_recipes import (
     BadVersionError,
     CacheEvent,
     CacheEventType,
+    ConnectionLostError,
     NodeExistsError,
     NoNodeError,
+    SessionLost,
     TreeCache,
     ZkRecipesError,
+    ZkTimeoutError,
     ZnodeStat,
 )
 from zk_recipes.frameworks import (
@@ -256,13 +260,26 @@ class ZkStoreScheduler(beat.Scheduler):  # type: ignore[misc]
         return True
 
     def _read_back(self, path: str, data: bytes) -> ZnodeStat | None:
-        """The stat of ``path`` if it holds exactly ``data`` (our write), else None."""
+        """The stat of ``path`` if it holds exactly ``data`` (our write), else None.
+
+        The record is persistent: it tells across a lost session too, so the read
+        is tried again on a new connection or session, for ``RECORD_READ_TIMEOUT``.
+        """
         client = self._zk_store.client
-        try:
-            found, stat = client.retry(lambda: client.get(path), timeout=RECORD_READ_TIMEOUT)
-        except ZkRecipesError:  # NoNodeError included: not ours
-            return None
-        return stat if found == data else None
+        deadline = time.monotonic() + RECORD_READ_TIMEOUT
+        while True:
+            try:
+                found, stat = client.get(path)
+            except NoNodeError:
+                return None
+            except (ConnectionLostError, ZkTimeoutError, SessionLost):
+                left = deadline - time.monotonic()
+                if left <= 0 or not client.wait_connected(left):
+                    return None
+                continue
+            except ZkRecipesError:
+                return None
+            return stat if found == data else None
 
     def _lost_race(self, name: str) -> None:
         recorded = self._zk_recorded.get(name)

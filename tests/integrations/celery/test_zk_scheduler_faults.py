@@ -23,7 +23,7 @@ import pytest
 from celery import Celery
 
 import zk_recipes_celery as zc
-from zk_recipes import ZkClient
+from zk_recipes import ConnectionState, ZkClient
 from zk_recipes.testing import TcpProxy, wait_until
 from zk_recipes_celery.beat import ZkScheduler
 from zk_recipes_celery.testing import CeleryProject
@@ -128,12 +128,12 @@ def test_a_lost_reply_to_the_run_record_still_sends_the_tick_once(
         # The next run record is applied by the server; its reply never comes. Once the
         # client has given the connection up, the network heals and it reconnects.
         zk_proxy.drop_replies()
-        healer = threading.Thread(
-            target=lambda: (
-                wait_until(lambda: not client.state.is_connected, "the client notices", 20),
-                zk_proxy.heal(),
-            )
-        )
+
+        def heal_once_noticed() -> None:
+            wait_until(lambda: client.state is not ConnectionState.CONNECTED, "noticed", 20)
+            zk_proxy.heal()
+
+        healer = threading.Thread(target=heal_once_noticed)
         healer.start()
         tick_until(4)
         healer.join(30)
