@@ -67,8 +67,9 @@ ALLOWED_EDGES: dict[str, frozenset[str]] = {
     "_queue": frozenset({"_locks"}),
     "_nodes": frozenset({"_cache"}),
     "discovery": frozenset({"_nodes", "_cache"}),
-    # holders() reads the node names the recipes define (their tokens and directories).
-    "_inspect": frozenset({"_locks", "_leader"}),
+    # holders() reads the node names the recipes define (their tokens and directories),
+    # and a queue item's count of failed attempts (its trailer).
+    "_inspect": frozenset({"_locks", "_leader", "_queue"}),
 }
 #: The top-level private modules of the core (``zk_recipes/_x.py``), lowest first: each
 #: imports only those before it. A new leaf goes where its imports put it.

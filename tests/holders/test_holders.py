@@ -398,8 +398,9 @@ def test_json_and_table(zk_client_factory: ClientFactory, background: _Backgroun
     encoded = json.loads(json.dumps([r.as_dict() for r in report]))
     assert encoded == [r.as_dict() for r in report]
     [entry] = encoded
-    assert set(entry) == {"path", "kind", "items", "holders", "waiting"}
+    assert set(entry) == {"path", "kind", "items", "dead", "holders", "waiting"}
     assert entry["items"] is None  # a queue's length; not a lock's
+    assert entry["dead"] is None  # a queue's dead letters
     assert set(entry["holders"][0]) == {
         "node",
         "sequence",
@@ -418,6 +419,7 @@ def test_json_and_table(zk_client_factory: ClientFactory, background: _Backgroun
         "session_id",
         "session_id_hex",
         "data",
+        "attempts",
     }
     assert entry["holders"][0]["pid"] == PID
     assert entry["holders"][0]["session_id_hex"] == f"{holder_client.session_id:#x}"

@@ -85,3 +85,30 @@ def test_a_queue_emptied_by_its_consumers_reports_zero_items(
         wait_until(lambda: zk_client.get_children("/q") == [], "the item deleted")
     # An empty directory has no item to recognise it by: it is no recipe to report.
     assert [r.path for r in holders(zk_client)] == []
+
+
+def test_a_queue_reports_its_dead_letters_and_the_attempt_of_the_item_in_hand(
+    zk_client_factory: ClientFactory,
+) -> None:
+    reader, client = zk_client_factory(), zk_client_factory()
+    third = threading.Event()
+
+    def consume(value: bytes, context: ItemContext) -> None:
+        if value == b"poison":
+            raise ValueError("never")
+        if context.attempt < 3:
+            raise ValueError("not yet")
+        third.set()
+        third.wait(30)
+
+    with DistributedQueue(
+        client, "/dl", consume, lock_path="/dl-locks", max_attempts=2, retry_backoff=0.01
+    ) as queue:
+        queue.put(b"poison")
+        wait_until(lambda: len(queue.dead_letters()) == 1, "a dead letter")
+        [report] = [r for r in holders(reader) if r.path == "/dl"]
+        assert (report.items, report.dead, report.holders) == (0, 1, ())
+        assert report.as_dict()["dead"] == 1
+        assert "/dl-dead" not in [r.path for r in holders(reader)]  # counted, not a queue
+        table = holders_table([report])
+        assert "0 items, 1 dead" in table

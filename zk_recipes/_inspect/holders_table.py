@@ -32,13 +32,16 @@ def holders_table(report: Sequence[RecipeHolders], *, now: float | None = None) 
     rows = [_COLUMNS]
     for recipe in report:
         if recipe.items is not None:
-            rows.append((recipe.path, recipe.kind, f"{recipe.items} items", "", "", "", "", "", ""))
+            size = f"{recipe.items} items" + (f", {recipe.dead} dead" if recipe.dead else "")
+            rows.append((recipe.path, recipe.kind, size, "", "", "", "", "", ""))
         elif not recipe.holders and not recipe.waiting:
             rows.append((recipe.path, recipe.kind, "-", "", "", "", "", "", ""))
         for rank, node in enumerate((*recipe.holders, *recipe.waiting)):
             role = "holder" if node.holding else f"waiting #{rank - len(recipe.holders) + 1}"
             if recipe.items is not None:
                 role = "claim"  # a consumer's hold on the item named under ID
+                if node.attempts:
+                    role += f" (attempt {node.attempts + 1})"
             owner = node.owner
             host = owner.host or (node.data if node.identifier is None else None)
             rows.append(

@@ -24,20 +24,30 @@ A claims directory outside the walked path is not seen (``holders(client,
 "/jobs")`` with claims under ``/jobs-locks``): its queue is reported
 without holders. One whose items are all gone (claims about to be deleted)
 pairs with no queue and is left out.
+
+A queue's dead letters (``<path>-dead``, items whose consumer failed
+``max_attempts`` times) are counted in its report (``dead``), not reported
+as a queue of their own; and each claim says its item's failed attempts so
+far, read from the item's node (which is read anyway: it shares the claim's
+name).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 from collections.abc import Iterable
 
 from zk_recipes import _paths
 from zk_recipes._inspect.recipe_holders import QueuedNode, RecipeHolders
+from zk_recipes._queue.items import CorruptedItemError, split
 from zk_recipes._types import Owner, ZnodeStat
 
 #: The kind ``holders()`` reports for a queue.
 QUEUE = "queue"
+#: The suffix of a queue's dead letters' directory (``_queue/dead_letters.py``).
+DEAD = "-dead"
 #: An item's name: Curator's ``queue-`` (plain, priority, delay, id) or ``qn-`` (simple).
 _ITEM = re.compile(r"^(?:queue-|qn-).*\d{10}$")
 
@@ -71,31 +81,36 @@ class QueueDirectories:
         """One ``RecipeHolders`` per queue directory, its claims as holders."""
         queues: list[str] = []
         claims: list[str] = []
+        dead: dict[str, int] = {}
         for directory, names in self.names.items():
+            if directory.endswith(DEAD):
+                dead[directory[: -len(DEAD)]] = len(names)
+                continue
             read = [nodes[p] for name in names if (p := _paths.join(directory, name)) in nodes]
             if not read:
                 continue  # every node read went meanwhile: nothing to say about it
             (claims if any(stat.ephemeral_owner for _, stat in read) else queues).append(directory)
+        queues.extend(path for path in dead if path not in queues)  # empty, but dead letters
         held: dict[str, list[QueuedNode]] = {}
         for directory in claims:
             queue = _paired(directory, queues, self.names)
             if queue is not None:
-                held.setdefault(queue, []).extend(
-                    self._claims(directory, set(self.names[queue]), nodes)
-                )
-        for queue in queues:
+                held.setdefault(queue, []).extend(self._claims(directory, queue, nodes))
+        for queue in sorted(queues):
             found = sorted(held.get(queue, []), key=lambda node: node.identifier or "")
             yield RecipeHolders(
                 queue,
                 QUEUE,
                 tuple(dataclasses.replace(n, position=i) for i, n in enumerate(found)),
                 (),
-                items=len(self.names[queue]),
+                items=len(self.names.get(queue, [])),
+                dead=dead.get(queue, 0),
             )
 
     def _claims(
-        self, directory: str, items: set[str], nodes: dict[str, tuple[bytes, ZnodeStat]]
+        self, directory: str, queue: str, nodes: dict[str, tuple[bytes, ZnodeStat]]
     ) -> Iterable[QueuedNode]:
+        items = set(self.names[queue])
         for name in self.names[directory]:
             path = _paths.join(directory, name)
             if name not in items or path not in nodes:
@@ -104,6 +119,11 @@ class QueueDirectories:
             if not stat.ephemeral_owner:
                 continue
             owner = Owner.from_bytes(raw)
+            item = nodes.get(_paths.join(queue, name))
+            attempts = None
+            if item is not None:
+                with contextlib.suppress(CorruptedItemError):
+                    attempts = split(item[0])[1]
             yield QueuedNode(
                 node=path,
                 sequence=int(name[-10:]),
@@ -115,6 +135,7 @@ class QueueDirectories:
                 owner=owner,
                 data=None if owner else raw.decode("utf-8", "replace"),
                 identifier=name,
+                attempts=attempts,
             )
 
 
@@ -122,8 +143,10 @@ def _paired(claims: str, queues: list[str], names: dict[str, list[str]]) -> str 
     """The queue whose items the claims directory ``claims`` shares most names with."""
     mine = set(names[claims])
     best = max(
-        queues, key=lambda queue: (len(mine.intersection(names[queue])), queue), default=None
+        queues,
+        key=lambda queue: (len(mine.intersection(names.get(queue, []))), queue),
+        default=None,
     )
-    if best is None or not mine.intersection(names[best]):
+    if best is None or not mine.intersection(names.get(best, [])):
         return None
     return best

@@ -44,6 +44,8 @@ class QueuedNode:
     identifier: str | None = None
     #: False when ``since`` only bounds the start of a leader's term (it began then or later).
     since_exact: bool = True
+    #: A queue claim's item: its failed attempts so far (from the item's node); else None.
+    attempts: int | None = None
 
     def age(self, now: float | None = None) -> str:
         """How long ago ``since`` was, for people: ``12s``, ``3m``, ``5h``, ``2d``.
@@ -79,6 +81,7 @@ class QueuedNode:
             "session_id": self.session_id,
             "session_id_hex": f"{self.session_id:#x}",
             "data": self.data,
+            "attempts": self.attempts,
         }
 
 
@@ -97,13 +100,16 @@ class RecipeHolders:
     waiting: tuple[QueuedNode, ...]
     #: A queue's length (its item nodes; a ``put_multi`` node counts once); None for others.
     items: int | None = None
+    #: A queue's dead letters (under ``<path>-dead``); None for others.
+    dead: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """``{"path", "kind", "items", "holders": [...], "waiting": [...]}``, JSON-ready."""
+        """``{"path", "kind", "items", "dead", "holders": [...], "waiting": [...]}``."""
         return {
             "path": self.path,
             "kind": self.kind,
             "items": self.items,
+            "dead": self.dead,
             "holders": [n.as_dict() for n in self.holders],
             "waiting": [n.as_dict() for n in self.waiting],
         }

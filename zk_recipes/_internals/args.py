@@ -17,6 +17,14 @@ from zk_recipes._errors import ConfigurationError, WrongTypeError
 def require_client(client: object, who: str) -> ZkClient:
     """``client`` if it is a ZkClient (what every recipe takes first)."""
     if not isinstance(client, ZkClient):
+        if type(client).__module__.split(".")[0] == "kazoo":
+            raise WrongTypeError(
+                f"{who} needs a zk_recipes ZkClient, got kazoo's {type(client).__name__}: "
+                "a ZkClient makes and manages its own kazoo client (states, simulated expiry, "
+                "guaranteed deletes). Make one with the same hosts, e.g. "
+                "ZkClient('zk1:2181', namespace='myapp').start(); client.kazoo_client is "
+                "its kazoo client, for code that still needs one"
+            )
         raise WrongTypeError(
             f"{who} needs a ZkClient, got {client!r}: pass a started client as the first "
             "argument, e.g. ZkClient('zk1:2181', namespace='myapp').start()"

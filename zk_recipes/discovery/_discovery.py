@@ -60,6 +60,7 @@ from zk_recipes._errors import (
     ZkRecipesError,
     ZkTimeoutError,
 )
+from zk_recipes._internals.args import require_client
 from zk_recipes._types import CreateMode, ZnodeStat
 from zk_recipes.discovery._cache import ServiceCache
 from zk_recipes.discovery._instance import ServiceInstance, ServiceType, check_node_name
@@ -105,9 +106,7 @@ class ServiceDiscovery:
         *,
         payload_class: str | None = None,
     ) -> None:
-        if not isinstance(client, ZkClient):
-            raise ConfigurationError(f"ServiceDiscovery needs a ZkClient, got {client!r}")
-        self.client = client
+        self.client = require_client(client, "ServiceDiscovery")
         self.base_path = _paths.validate_path(base_path, what="the discovery base path")
         self.payload_class = payload_class
         self._lock = threading.RLock()
