@@ -105,6 +105,7 @@ def test_removing_one_mode_leaves_the_other_whole_and_narrows_the_servers_watch(
     exact, deep, watches, _ = _both(watcher, "/r", exact_first)
     by_mode = {w.recursive: w for w in watches}
     by_mode[True].remove()
+    watcher.sync("/")  # answered after the addWatch that narrows the server's watch (not waited)
     # Count what the server sends this connection from now on.
     router = watcher._usable()._router
     heard: list[tuple[int, str]] = []
