@@ -326,8 +326,9 @@ class DistributedQueue(Generic[T]):
     def report(client: ZkClient) -> list[dict[str, Any]]:
         """The queues this process has open with ``client``: length, claims, the item in hand.
 
-        For status pages (two reads per queue with a lock path, one without;
-        a queue that cannot be read says so).
+        For status pages (three reads per queue with a lock path: items, claims,
+        dead letters; one without; a queue that cannot be read says so), and
+        the items this process waits to try again (``retrying``).
         """
         found = []
         opened = [q for q in list(_metrics.queues) if isinstance(q, DistributedQueue)]
@@ -339,10 +340,17 @@ class DistributedQueue(Generic[T]):
                 entry["items"] = len(queue._names())
                 if queue.lock_path is not None:
                     entry["claimed"] = len(client.get_children(queue.lock_path))
+                    try:
+                        entry["dead"] = len(client.get_children(queue.path + "-dead"))
+                    except NoNodeError:
+                        entry["dead"] = 0
             except ZkRecipesError as exc:
                 entry["error"] = str(exc)
-            running = queue._taker.running if queue._taker is not None else None
+            taker = queue._taker
+            running = taker.running if taker is not None else None
             entry["in_progress"] = running.path if running is not None else None
+            #: Items this process keeps claimed until their next attempt (retrying.py).
+            entry["retrying"] = len(taker.held) if taker is not None else 0
             found.append(entry)
         return found
 

@@ -75,7 +75,7 @@ def connection_rows(report: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def _queues(queues: list[dict[str, Any]]) -> str:
-    """``/jobs: 12 items, 1 claimed (one in hand)``, per queue this process has open."""
+    """``/jobs: 12 items, 1 claimed (one in hand), 2 dead``, per queue this process has open."""
     said = []
     for queue in queues:
         if "error" in queue:
@@ -86,6 +86,10 @@ def _queues(queues: list[dict[str, Any]]) -> str:
             text += f", {queue['claimed']} claimed"
         if queue.get("in_progress"):
             text += " (one in hand)"
+        if queue.get("retrying"):
+            text += f", {queue['retrying']} to try again"
+        if queue.get("dead"):
+            text += f", {queue['dead']} dead"
         said.append(text)
     return "; ".join(said) or "-"
 
