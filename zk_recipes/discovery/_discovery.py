@@ -40,8 +40,6 @@ connection's retries.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import logging
 import threading
 
@@ -49,45 +47,21 @@ from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
 from zk_recipes._client.states import ConnectionState, StateChange
 from zk_recipes._errors import (
-    BadVersionError,
     ConfigurationError,
-    ConnectionLostError,
-    HolderSessionLost,
-    NodeExistsError,
     NoNodeError,
     RecipeUsageError,
     SessionLost,
     ZkRecipesError,
-    ZkTimeoutError,
 )
 from zk_recipes._internals.args import require_client
-from zk_recipes._types import CreateMode, ZnodeStat
 from zk_recipes.discovery._cache import ServiceCache
 from zk_recipes.discovery._instance import ServiceInstance, ServiceType, check_node_name
 from zk_recipes.discovery._payload import check_payload
 from zk_recipes.discovery._provider import DownInstancePolicy, ProviderStrategy, ServiceProvider
 from zk_recipes.discovery._reading import read_instance
+from zk_recipes.discovery._registering import Registrar, Registration
 
 log = logging.getLogger("zk_recipes.discovery")
-
-_MODES = {
-    ServiceType.DYNAMIC: CreateMode.EPHEMERAL,
-    ServiceType.DYNAMIC_SEQUENTIAL: CreateMode.EPHEMERAL_SEQUENTIAL,
-    ServiceType.STATIC: CreateMode.PERSISTENT,
-    ServiceType.PERMANENT: CreateMode.PERSISTENT,
-}
-
-
-@dataclasses.dataclass
-class _Registration:
-    instance: ServiceInstance
-    #: The node (for DYNAMIC_SEQUENTIAL: with its sequence), relative to the namespace.
-    path: str
-    #: The session that created it (0 for a persistent node: any session keeps it).
-    session: int
-    #: The node's czxid, and the version of our last write to it.
-    czxid: int = 0
-    version: int = -1
 
 
 class ServiceDiscovery:
@@ -110,7 +84,8 @@ class ServiceDiscovery:
         self.base_path = _paths.validate_path(base_path, what="the discovery base path")
         self.payload_class = payload_class
         self._lock = threading.RLock()
-        self._registered: dict[tuple[str, str], _Registration] = {}
+        self._registered: dict[tuple[str, str], Registration] = {}
+        self._registrar = Registrar(self.client, self.base_path, _taken)
         self._started = False
         self._closed = False
 
@@ -140,7 +115,7 @@ class ServiceDiscovery:
         self.client.remove_listener(self._on_state)
         for registration in registrations:
             if registration.instance.service_type is not ServiceType.PERMANENT:
-                self._delete(registration)
+                self._registrar.delete(registration)
 
     def __enter__(self) -> ServiceDiscovery:
         return self.start()
@@ -170,7 +145,7 @@ class ServiceDiscovery:
                     f"instance {instance.id} of {instance.name} is registered already: "
                     "update() it, or unregister() it first"
                 )
-            registration = self._create(instance)
+            registration = self._registrar.create(instance)
             self._registered[key] = registration
         _metrics.count("zk_recipes_service_registrations_total", service=instance.name)
         log.info("registered %s/%s at %s", instance.name, instance.id, registration.path)
@@ -202,8 +177,9 @@ class ServiceDiscovery:
                     registration.path, instance.to_json(), session=registration.session or None
                 )
             )
-        except HolderSessionLost:
-            # The session that made the node ended: the path may hold another's node now.
+        except SessionLost:
+            # The session that made the node ended (HolderSessionLost: we knew before
+            # sending; else the server said so): the path may hold another's node now.
             # The new session's re-registration (_on_state) writes this value.
             log.info("update of %s waits for its re-registration", registration.path)
             return instance
@@ -216,7 +192,7 @@ class ServiceDiscovery:
         with self._lock:
             registration = self._registered.pop((instance.name, instance.id), None)
         if registration is not None:
-            self._delete(registration)
+            self._registrar.delete(registration)
 
     @staticmethod
     def registered_by(client: ZkClient) -> list[ServiceInstance]:
@@ -239,124 +215,7 @@ class ServiceDiscovery:
         with self._lock:
             return [r.instance for _, r in sorted(self._registered.items())]
 
-    def _path(self, instance: ServiceInstance) -> str:
-        return _paths.join(_paths.join(self.base_path, instance.name), instance.id)
-
-    def _create(self, instance: ServiceInstance, *, again: bool = False) -> _Registration:
-        path = self._path(instance)
-        mode = _MODES[instance.service_type]
-        data = instance.to_json()
-        client = self.client
-        if mode.is_sequential:
-            registration = self._create_sequential(instance, path, data)
-        else:
-            registration = self._create_fixed(instance, path, mode, data)
-        if again:
-            _metrics.count("zk_recipes_service_reregistrations_total", service=instance.name)
-        log.debug("%s registered (session %#x)", registration.path, client.session_id)
-        return registration
-
-    def _create_fixed(
-        self, instance: ServiceInstance, path: str, mode: CreateMode, data: bytes
-    ) -> _Registration:
-        """A DYNAMIC, STATIC or PERMANENT instance's node: made, or ours already and set."""
-        client = self.client
-        for _attempt in range(5):
-            try:
-                made = client.create(
-                    path, data, mode=mode, parents=True, replace_stale=mode is CreateMode.EPHEMERAL
-                )
-                made_stat = made.stat
-                return _Registration(
-                    instance, made.path, _owner(made_stat), made_stat.czxid, made_stat.version
-                )
-            except NodeExistsError:
-                pass
-            stat = client.retry(functools.partial(client.exists, path))
-            if stat is None:
-                continue  # deleted meanwhile: make it
-            owner = stat.ephemeral_owner
-            if mode.is_ephemeral and client.session_epoch(owner) is None:
-                raise NodeExistsError(
-                    f"instance {instance.id} of {instance.name} is registered by another "
-                    f"session ({owner:#x}): instance ids must be unique; pick another id",
-                    path,
-                ) from None
-            # Ours (a reply lost, or an earlier registration whose delete waits for the
-            # connection: that delete must not take it now), or persistent: its value is ours.
-            client.cancel_pending_delete(path)
-            try:
-                written = client.retry(
-                    functools.partial(client.set, path, data, stat.version, session=owner or None)
-                )
-            except (NoNodeError, BadVersionError):
-                continue  # deleted (by a delete under way) or written meanwhile: look again
-            return _Registration(instance, path, owner, written.czxid, written.version)
-        raise NodeExistsError(f"could not register {path}: it keeps changing; try again", path)
-
-    def _create_sequential(
-        self, instance: ServiceInstance, path: str, data: bytes
-    ) -> _Registration:
-        """A DYNAMIC_SEQUENTIAL instance's node, made once even when a reply is lost (D2)."""
-        client = self.client
-        for _attempt in range(5):
-            try:
-                made = client.create(
-                    path, data, mode=CreateMode.EPHEMERAL_SEQUENTIAL, parents=True, retry=False
-                )
-                stat = made.stat
-                return _Registration(instance, made.path, _owner(stat), stat.czxid, stat.version)
-            except (ConnectionLostError, ZkTimeoutError, SessionLost):
-                found = client.retry(lambda: self._sequential_of(path, data))
-                if found is not None:
-                    node, stat = found
-                    return _Registration(instance, node, _owner(stat), stat.czxid, stat.version)
-        raise ConnectionLostError(f"could not register {path}: the connection keeps failing")
-
-    def _sequential_of(self, path: str, data: bytes) -> tuple[str, ZnodeStat] | None:
-        """After a lost reply: the node a sequential create of ``path`` made, if it made one.
-
-        Ours: named ``<id><10 digits>``, owned by our live session, holding our
-        JSON, and registered by no ServiceDiscovery of this process.
-        """
-        client = self.client
-        client.wait_connected(client.settings.connection_timeout)
-        parent, prefix = _paths.parent_of(path), _paths.name_of(path)
-        try:
-            names = client.get_children(parent)
-        except NoNodeError:
-            return None
-        taken = {r.path for d in _open_discoveries() for r in d._registrations()}
-        for name in sorted(names):
-            node = _paths.join(parent, name)
-            tail = name[len(prefix) :]
-            if not name.startswith(prefix) or len(tail) != 10 or not tail.isdigit():
-                continue
-            if node in taken:
-                continue
-            try:
-                found, stat = client.get(node)
-            except NoNodeError:
-                continue
-            if found == data and client.session_epoch(stat.ephemeral_owner) is not None:
-                return node, stat
-        return None
-
-    def _delete(self, registration: _Registration) -> None:
-        """Delete our node, as its holder; a delete left pending deletes only this node."""
-        ephemeral = registration.session != 0
-        try:
-            self.client.delete(
-                registration.path,
-                registration.version if ephemeral else -1,
-                guaranteed=True,
-                session=registration.session or None,
-                czxid=registration.czxid or None,
-            )
-        except ZkRecipesError as exc:
-            log.warning("unregistering %s: %s", registration.path, exc)
-
-    def _registrations(self) -> list[_Registration]:
+    def _registrations(self) -> list[Registration]:
         with self._lock:
             return list(self._registered.values())
 
@@ -387,20 +246,20 @@ class ServiceDiscovery:
                 continue
             with self._lock:
                 current = self._registered.get(key)
+                written = remade.instance  # the value the new node holds
+                keep = False
                 if current is registration and not self._closed:
                     remade.instance = current.instance  # updated meanwhile: its value
                     self._registered[key] = remade
-                    keep = remade.instance.to_json() == registration.instance.to_json()
-                else:
-                    keep = False
+                    keep = current.instance.to_json() == written.to_json()
             if current is not registration or self._closed:
-                self._delete(remade)  # unregistered (or closed) while we made it again
+                self._registrar.delete(remade)  # unregistered (or closed) while we made it again
             elif not keep:
                 self.update(remade.instance)
 
     def _check_registration(
-        self, key: tuple[str, str], registration: _Registration, session: int
-    ) -> _Registration | None:
+        self, key: tuple[str, str], registration: Registration, session: int
+    ) -> Registration | None:
         """None when the registration's node is still there on its session; else made again."""
         kept = registration.session in (0, session)
         if kept:
@@ -413,7 +272,7 @@ class ServiceDiscovery:
             key[1],
             "its node was gone" if kept else "a new session",
         )
-        return self._create(registration.instance, again=True)
+        return self._registrar.create(registration.instance, again=True)
 
     # -- queries -------------------------------------------------------------
     def query_for_names(self) -> list[str]:
@@ -474,10 +333,7 @@ class ServiceDiscovery:
         return f"<ServiceDiscovery {self.base_path}: {len(self._registered)} registered>"
 
 
-def _owner(stat: ZnodeStat) -> int:
-    """The session a registration's node goes with (0: a persistent node)."""
-    return stat.ephemeral_owner
-
-
-def _open_discoveries() -> list[ServiceDiscovery]:
-    return [d for d in list(_metrics.discoveries) if isinstance(d, ServiceDiscovery)]
+def _taken() -> set[str]:
+    """The nodes every open ServiceDiscovery of this process keeps registered."""
+    open_now = [d for d in list(_metrics.discoveries) if isinstance(d, ServiceDiscovery)]
+    return {r.path for d in open_now for r in d._registrations()}
