@@ -1,11 +1,12 @@
-"""The long chaos run: workers, fenced locks and a latch under every fault kind, for a while.
+"""The long chaos run: fenced locks, a latch, queues and discovery under every fault kind.
 
     python benchmarks/chaos.py [--duration S] [--workers N] [--seed K] [--kinds K1,K2,...]
-                               [--out FILE] [--keep DIR]
+                               [--families F1,F2,...] [--out FILE] [--keep DIR]
 
 Starts its own 3-node ensemble (harness), runs the chaos run of
 ``tests/chaos/chaosrun`` for ``--duration`` seconds of load (600 is a good
-long run: about 11 minutes in all), and prints the checker's JSON on stdout
+long run: about 11 minutes in all) with the families chosen (all by default:
+``locks``, ``queues``, ``discovery``), and prints the checker's JSON on stdout
 (progress on stderr: each fault, its target, its time in the run). Exit
 status 1 when a figure that must be zero is not. A fault that fails (a quorum
 that does not come back in time) is listed in ``fault_errors`` and the run
@@ -30,18 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # tests package; spawned workers inherit sys.path, so they import it the same way.
 sys.path.insert(0, str(ROOT))
 
-from tests.chaos.chaosrun.config import SCHEDULE_KINDS, ChaosConfig  # noqa: E402
+from tests.chaos.chaosrun.check import off_figures  # noqa: E402
+from tests.chaos.chaosrun.config import FAMILIES, SCHEDULE_KINDS, ChaosConfig  # noqa: E402
 from tests.chaos.chaosrun.run import render, run_chaos  # noqa: E402
 from zk_recipes import ZkClient  # noqa: E402
 from zk_recipes.testing import ZooKeeperCluster  # noqa: E402
-
-MUST_BE_ZERO = (
-    ("locks", "overlaps"),
-    ("locks", "stale_writes_accepted"),
-    ("locks", "refused_unexplained"),
-    ("locks", "lost_after_next_holder"),
-    ("leadership", "overlaps"),
-)
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -54,6 +48,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--kinds",
         default=",".join(SCHEDULE_KINDS),
         help="comma-separated fault kinds to draw from (default: all, %(default)s)",
+    )
+    parser.add_argument(
+        "--families",
+        default=",".join(FAMILIES),
+        help="comma-separated families the workers run (default: all, %(default)s)",
     )
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     parser.add_argument(
@@ -80,9 +79,10 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             session_timeout=args.session_timeout,
             kinds=tuple(kind for kind in args.kinds.split(",") if kind),
+            families=tuple(family for family in args.families.split(",") if family),
         )
     except ValueError as exc:
-        raise SystemExit(f"--kinds: {exc}") from None
+        raise SystemExit(f"--kinds/--families: {exc}") from None
     namespace = f"/zk-recipes-chaos/{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory(prefix="zk-chaos-") as scratch:
         run_dir = args.keep if args.keep is not None else Path(scratch)
@@ -91,9 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             with ZkClient(cluster.connect_string, connection_timeout=30.0) as admin:
                 admin.create(namespace, parents=True)
             report = run_chaos(cluster, namespace, run_dir, config, log=_say)
-        bad = [f"{a}.{b}" for a, b in MUST_BE_ZERO if report[a][b]] + (
-            ["orphans"] if report["orphans"] else []
-        )
+        bad = off_figures(report)
         if bad and args.keep is None:
             kept = Path(tempfile.mkdtemp(prefix="zk-chaos-failed-"))
             shutil.copytree(run_dir, kept, dirs_exist_ok=True)
@@ -109,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{report['acquisitions']} acquisitions, {report['faults_applied']} faults "
         f"{report['faults']}, {len(report['fault_errors'])} failed"
     )
+    if "queues" in report:
+        summary += f", {report['queues']['items_consumed']} queue items consumed"
+    if "discovery" in report:
+        summary += f", {report['discovery']['snapshots']} discovery snapshots"
     if bad:
         _say(f"FAILED: non-zero {', '.join(bad)}; {summary}")
         return 1

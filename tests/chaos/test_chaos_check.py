@@ -11,17 +11,13 @@ from pathlib import Path
 import pytest
 
 from .chaosrun.check import check
-from .chaosrun.store import connect, create, record_fault, table_for
-
-PATHS = ("/locks/a", "/locks/b")
-S = 1_000_000_000  # one second in ns
+from .chaosrun.store import connect, table_for
+from .histories import PATHS, S, event, fault, history, pause
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    path = tmp_path / "history.sqlite"
-    create(path, PATHS)
-    return path
+    return history(tmp_path)
 
 
 def _section(
@@ -56,40 +52,6 @@ def _section(
         conn.close()
 
 
-def _event(
-    db: Path,
-    worker: str,
-    pid: int,
-    kind: str,
-    t: float,
-    *,
-    path: str = "",
-    token: int | None = None,
-    detail: str = "",
-) -> None:
-    conn = connect(db)
-    try:
-        conn.execute(
-            "INSERT INTO events (worker, pid, kind, path, token, t_ns, detail)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (worker, pid, kind, path, token, int(t * S), detail),
-        )
-    finally:
-        conn.close()
-
-
-def _fault(db: Path, kind: str, target: str, pid: int | None, begin: float, end: float) -> None:
-    conn = connect(db)
-    try:
-        record_fault(conn, kind, target, pid, int(begin * S), int(end * S))
-    finally:
-        conn.close()
-
-
-def _pause(db: Path, worker: str, pid: int, begin: float, end: float) -> None:
-    _fault(db, "pause_worker", worker, pid, begin, end)
-
-
 def test_a_clean_history_has_nothing_to_report(db: Path) -> None:
     _section(db, "w0", 10, 100, 1.0, 2.0)
     _section(db, "w1", 11, 200, 2.5, 3.0)
@@ -111,7 +73,7 @@ def test_overlapping_holders_are_counted(db: Path) -> None:
 
 def test_a_holder_told_lost_before_the_next_one_starts_does_not_overlap(db: Path) -> None:
     _section(db, "w0", 10, 100, 1.0, 3.0, accepted=False, told_lost=True)
-    _event(db, "w0", 10, "lost", 1.5, path="/locks/a", token=100)
+    event(db, "w0", 10, "lost", 1.5, path="/locks/a", token=100)
     _section(db, "w1", 11, 200, 2.0, 2.5)
     locks = check(db, PATHS)["locks"]
     assert locks["overlaps"] == 0
@@ -121,11 +83,11 @@ def test_a_holder_told_lost_before_the_next_one_starts_does_not_overlap(db: Path
 
 def test_a_late_notification_is_counted_unless_the_process_was_paused(db: Path) -> None:
     _section(db, "w0", 10, 100, 1.0, 1.2)
-    _event(db, "w0", 10, "lost", 2.5, path="/locks/a", token=100)
+    event(db, "w0", 10, "lost", 2.5, path="/locks/a", token=100)
     _section(db, "w1", 11, 200, 2.0, 2.2)
     _section(db, "w2", 12, 300, 3.0, 3.2)
-    _event(db, "w2", 12, "lost", 5.5, path="/locks/a", token=300)
-    _pause(db, "w2", 12, 3.5, 5.0)
+    event(db, "w2", 12, "lost", 5.5, path="/locks/a", token=300)
+    pause(db, "w2", 12, 3.5, 5.0)
     _section(db, "w3", 13, 400, 4.0, 4.2)
     locks = check(db, PATHS)["locks"]
     assert locks["lost_after_next_holder"] == 1
@@ -134,7 +96,7 @@ def test_a_late_notification_is_counted_unless_the_process_was_paused(db: Path) 
 
 def test_a_paused_holder_overlap_is_exempt_and_its_refused_write_explained(db: Path) -> None:
     _section(db, "w0", 10, 100, 1.0, 6.0, accepted=False)
-    _pause(db, "w0", 10, 1.5, 5.9)
+    pause(db, "w0", 10, 1.5, 5.9)
     _section(db, "w1", 11, 200, 4.0, 4.5)
     locks = check(db, PATHS)["locks"]
     assert locks["overlaps"] == 0
@@ -150,15 +112,15 @@ def test_an_accepted_stale_token_is_counted(db: Path) -> None:
 
 
 def test_two_leaders_at_once_are_counted_and_a_paused_one_is_exempt(db: Path) -> None:
-    _event(db, "w0", 10, "leader", 1.0)
-    _event(db, "w0", 10, "not_leader", 3.0)
-    _event(db, "w1", 11, "leader", 2.0)
-    _event(db, "w1", 11, "not_leader", 2.5)
-    _event(db, "w2", 12, "leader", 4.0)
-    _pause(db, "w2", 12, 4.5, 8.0)
-    _event(db, "w2", 12, "not_leader", 8.1)
-    _event(db, "w3", 13, "leader", 7.0)
-    _event(db, "w3", 13, "closing", 9.0)
+    event(db, "w0", 10, "leader", 1.0)
+    event(db, "w0", 10, "not_leader", 3.0)
+    event(db, "w1", 11, "leader", 2.0)
+    event(db, "w1", 11, "not_leader", 2.5)
+    event(db, "w2", 12, "leader", 4.0)
+    pause(db, "w2", 12, 4.5, 8.0)
+    event(db, "w2", 12, "not_leader", 8.1)
+    event(db, "w3", 13, "leader", 7.0)
+    event(db, "w3", 13, "closing", 9.0)
     leadership = check(db, PATHS)["leadership"]
     assert leadership["terms"] == 4
     assert leadership["overlaps"] == 1
@@ -166,11 +128,11 @@ def test_two_leaders_at_once_are_counted_and_a_paused_one_is_exempt(db: Path) ->
 
 
 def test_overlapping_faults_are_paired_by_kind(db: Path) -> None:
-    _fault(db, "drop_requests_worker", "w0", 10, 1.0, 5.0)
-    _fault(db, "kill_leader", "server.2", None, 1.5, 4.0)  # inside the partition
-    _fault(db, "pause_worker", "w1", 11, 6.0, 10.0)
-    _fault(db, "restart_server", "server.1", None, 9.0, 12.0)  # starts before the pause ends
-    _fault(db, "kill_worker", "w2", 12, 12.5, 12.6)  # alone
+    fault(db, "drop_requests_worker", "w0", 10, 1.0, 5.0)
+    fault(db, "kill_leader", "server.2", None, 1.5, 4.0)  # inside the partition
+    fault(db, "pause_worker", "w1", 11, 6.0, 10.0)
+    fault(db, "restart_server", "server.1", None, 9.0, 12.0)  # starts before the pause ends
+    fault(db, "kill_worker", "w2", 12, 12.5, 12.6)  # alone
     report = check(db, PATHS)
     assert report["faults_overlapping"] == {
         "drop_requests_worker+kill_leader": 1,
@@ -183,18 +145,18 @@ def test_partitions_report_what_their_targets_heard_and_when_they_were_told_lost
     db: Path,
 ) -> None:
     # A one-way cut that lets the server's notifications through: heard, told LOST late.
-    _fault(db, "drop_requests_worker", "w0", 10, 1.0, 5.5)
+    fault(db, "drop_requests_worker", "w0", 10, 1.0, 5.5)
     for t in (0.5, 1.4, 1.9, 2.4):  # the first one came before the cut
-        _event(db, "w0", 10, "notified", t, path="/churn/n00")
-    _event(db, "w0", 10, "state", 2.0, detail="SUSPENDED")
-    _event(db, "w0", 10, "state", 5.0, detail="LOST")
-    _event(db, "w1", 11, "notified", 2.0, path="/churn/n00")  # someone else
+        event(db, "w0", 10, "notified", t, path="/churn/n00")
+    event(db, "w0", 10, "state", 2.0, detail="SUSPENDED")
+    event(db, "w0", 10, "state", 5.0, detail="LOST")
+    event(db, "w1", 11, "notified", 2.0, path="/churn/n00")  # someone else
     # A partition both ways: nothing heard, told LOST in time.
-    _fault(db, "partition_worker", "w1", 11, 6.0, 10.0)
-    _event(db, "w1", 11, "state", 7.75, detail="LOST")
+    fault(db, "partition_worker", "w1", 11, 6.0, 10.0)
+    event(db, "w1", 11, "state", 7.75, detail="LOST")
     # Healed before any LOST.
-    _fault(db, "partition_worker", "w2", 12, 11.0, 12.0)
-    _event(db, "w2", 12, "state", 12.5, detail="LOST")
+    fault(db, "partition_worker", "w2", 12, 11.0, 12.0)
+    event(db, "w2", 12, "state", 12.5, detail="LOST")
     report = check(db, PATHS)
     assert report["churn_notifications"] == 5
     assert report["partitions"] == {

@@ -3,7 +3,10 @@
 Every kind includes the one-way partitions with watch churn and the
 overlapping faults; the first pass applies each once (overlaps first, so that
 they cover the kinds they are made of), which keeps the run about as short as
-it was with five kinds.
+it was with five kinds. Every family runs in it: the workers contend for the
+locks and the latch, put into and consume from the queues (poison items
+included), and register and flap discovery instances, all at once on their
+one client, so every fault hits all three.
 
 See docs/chaos.md. No timing is asserted: the checker compares orderings of
 events on the machine's one monotonic clock, and exempts what a SIGSTOPped
@@ -20,6 +23,7 @@ import pytest
 from zk_recipes import ZkClient
 from zk_recipes.testing import ZooKeeperCluster
 
+from .chaosrun.check import off_figures
 from .chaosrun.config import FAULT_KINDS, OVERLAP_KINDS, ChaosConfig
 from .chaosrun.run import render, run_chaos
 
@@ -42,6 +46,7 @@ def test_chaos_short(proxied_cluster: ZooKeeperCluster, tmp_path: Path) -> None:
     report = run_chaos(proxied_cluster, namespace, tmp_path / "chaos", config)
     shown = render(report)
     locks, leadership = report["locks"], report["leadership"]
+    queues, discovery = report["queues"], report["discovery"]
 
     # Every fault kind applied (some of them inside an overlap), and both overlaps.
     assert set(report["faults"]) == set(FAULT_KINDS), shown
@@ -60,3 +65,13 @@ def test_chaos_short(proxied_cluster: ZooKeeperCluster, tmp_path: Path) -> None:
     assert leadership["overlaps"] == 0, shown
     assert leadership["terms"] > 0, shown
     assert report["workers_hung_at_stop"] == 0, shown
+
+    # Queues: nothing lost or left, no commit or unwarned fenced write from a lost claim,
+    # a second delivery only after a loss report or a kill, dead letters = poison only.
+    assert queues["items_consumed"] > 0, shown
+    assert queues["poison_items"] > 0, shown
+    assert queues["dead_letters"] >= queues["poison_items"], shown
+    # Discovery: no ghost, no healthy instance missing, no sequential node twice.
+    assert discovery["registrations"], shown
+    assert discovery["snapshots"] > 0, shown
+    assert off_figures(report) == [], shown

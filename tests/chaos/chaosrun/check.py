@@ -40,119 +40,85 @@ the processes observed; no tolerance is added.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .check_discovery import check_discovery
+from .check_queues import check_queues
 from .config import PARTITIONS
-from .store import connect, table_for
+from .history import Event, Fault, Pauses, Section, load
 
 _EXAMPLES = 5
 
-
-@dataclasses.dataclass(frozen=True)
-class Section:
-    #: Row id in its path's table (unique per path only).
-    id: int
-    path: str
-    worker: str
-    pid: int
-    token: int
-    accepted: bool
-    call_ns: int
-    start_ns: int
-    end_ns: int
-    told_lost: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class Fault:
-    kind: str
-    target: str
-    pid: int | None
-    begin_ns: int
-    end_ns: int
-
-
-@dataclasses.dataclass(frozen=True)
-class Event:
-    worker: str
-    pid: int
-    kind: str
-    path: str
-    token: int | None
-    t_ns: int
-    detail: str
+#: The figures that must be zero, by the report's section (a family not run has none).
+MUST_BE_ZERO = (
+    ("locks", "overlaps"),
+    ("locks", "stale_writes_accepted"),
+    ("locks", "refused_unexplained"),
+    ("locks", "lost_after_next_holder"),
+    ("leadership", "overlaps"),
+    ("queues", "items_lost"),
+    ("queues", "leftovers"),
+    ("queues", "commits_told_lost"),
+    ("queues", "duplicates_unexplained"),
+    ("queues", "dead_letters_unexpected"),
+    ("queues", "poison_not_dead_once"),
+    ("queues", "puts_failed_but_applied"),
+    ("queues", "stale_writes_accepted"),
+    ("queues", "committed_not_fenced_last"),
+    ("queues", "writes_after_newer_claim_unwarned"),
+    ("discovery", "ghosts"),
+    ("discovery", "absences"),
+    ("discovery", "duplicates"),
+    ("discovery", "leftovers"),
+)
 
 
-class _Pauses:
-    def __init__(self, faults: Iterable[Fault]) -> None:
-        self._by_pid: dict[int, list[tuple[int, int]]] = defaultdict(list)
-        for fault in faults:
-            if fault.kind == "pause_worker" and fault.pid is not None:
-                self._by_pid[fault.pid].append((fault.begin_ns, fault.end_ns))
-
-    def during(self, pid: int, begin_ns: int, end_ns: int) -> bool:
-        """True if ``pid`` was stopped at some time in [begin_ns, end_ns]."""
-        return any(b <= end_ns and e >= begin_ns for b, e in self._by_pid.get(pid, ()))
-
-    def first_start_in(self, pid: int, begin_ns: int, end_ns: int) -> int | None:
-        starts = [b for b, _ in self._by_pid.get(pid, ()) if begin_ns <= b <= end_ns]
-        return min(starts) if starts else None
+def off_figures(report: dict[str, Any]) -> list[str]:
+    """The must-be-zero figures that are not zero (and ``orphans``)."""
+    bad = [
+        f"{section}.{name}"
+        for section, name in MUST_BE_ZERO
+        if section in report and report[section][name]
+    ]
+    return bad + (["orphans"] if report["orphans"] else [])
 
 
-def load(
-    db_path: str | Path, lock_paths: Iterable[str]
-) -> tuple[list[Section], list[Event], list[Fault]]:
-    conn = connect(db_path)
-    try:
-        sections = [
-            Section(
-                id=row[0],
-                path=path,
-                worker=row[1],
-                pid=row[2],
-                token=row[3],
-                accepted=bool(row[4]),
-                call_ns=row[5],
-                start_ns=row[6],
-                end_ns=row[7],
-                told_lost=bool(row[8]),
-            )
-            for path in lock_paths
-            for row in conn.execute(
-                "SELECT id, worker, pid, token, accepted, call_ns, start_ns, end_ns, told_lost"
-                f" FROM {table_for(path)} ORDER BY id"
-            )
-        ]
-        events = [
-            Event(*row)
-            for row in conn.execute(
-                "SELECT worker, pid, kind, path, token, t_ns, detail FROM events ORDER BY t_ns"
-            )
-        ]
-        faults = [
-            Fault(*row)
-            for row in conn.execute(
-                "SELECT kind, target, pid, begin_ns, end_ns FROM faults ORDER BY begin_ns"
-            )
-        ]
-    finally:
-        conn.close()
-    return sections, events, faults
-
-
-def check(db_path: str | Path, lock_paths: Iterable[str]) -> dict[str, Any]:
+def check(
+    db_path: str | Path,
+    lock_paths: Iterable[str],
+    *,
+    families: Iterable[str] = ("locks",),
+    ghost_bound: float = 2.5 * 1.66 + 0.4,
+    session_timeout: float = 2.5,
+    max_attempts: int = 3,
+) -> dict[str, Any]:
+    """The figures of the ``families`` run (``locks``, ``queues``, ``discovery``)."""
     paths = tuple(lock_paths)
+    families = tuple(families)
     sections, events, faults = load(db_path, paths)
-    pauses = _Pauses(faults)
-    return {
+    pauses = Pauses(faults)
+    report: dict[str, Any] = {
         "acquisitions": len(sections),
         "acquisitions_by_path": dict(Counter(s.path for s in sections)),
-        "locks": _check_locks(paths, sections, events, pauses),
-        "leadership": _check_leadership(events, faults, pauses),
+    }
+    if "locks" in families:
+        report["locks"] = _check_locks(paths, sections, events, pauses)
+        report["leadership"] = _check_leadership(events, faults, pauses)
+    if "queues" in families:
+        report["queues"] = check_queues(db_path, events, faults, pauses, max_attempts=max_attempts)
+    if "discovery" in families:
+        report["discovery"] = check_discovery(
+            db_path,
+            events,
+            faults,
+            pauses,
+            ghost_bound=ghost_bound,
+            session_timeout=session_timeout,
+        )
+    return report | {
         "faults": dict(Counter(f.kind for f in faults)),
         "faults_overlapping": _overlapping(faults),
         "partitions": _check_partitions(events, faults),
@@ -171,7 +137,7 @@ def _describe(section: Section) -> str:
 
 
 def _check_locks(
-    paths: tuple[str, ...], sections: list[Section], events: list[Event], pauses: _Pauses
+    paths: tuple[str, ...], sections: list[Section], events: list[Event], pauses: Pauses
 ) -> dict[str, Any]:
     lost_at: dict[tuple[str, str, int], int] = {}
     lost_events = [e for e in events if e.kind == "lost"]
@@ -315,7 +281,7 @@ def _check_partitions(events: list[Event], faults: list[Fault]) -> dict[str, Any
     return dict(sorted(figures.items()))
 
 
-def _check_leadership(events: list[Event], faults: list[Fault], pauses: _Pauses) -> dict[str, Any]:
+def _check_leadership(events: list[Event], faults: list[Fault], pauses: Pauses) -> dict[str, Any]:
     killed = {f.target: f.begin_ns for f in faults if f.kind == "kill_worker"}
     run_end = max((e.t_ns for e in events), default=0)
     by_worker: dict[str, list[Event]] = defaultdict(list)
@@ -377,4 +343,4 @@ def _check_leadership(events: list[Event], faults: list[Fault], pauses: _Pauses)
     }
 
 
-__all__ = ["check", "load"]
+__all__ = ["MUST_BE_ZERO", "Event", "Fault", "Section", "check", "load", "off_figures"]

@@ -1,4 +1,4 @@
-"""What a chaos run does: the fault kinds and the one frozen configuration."""
+"""What a chaos run does: the families, the fault kinds and the one frozen configuration."""
 
 from __future__ import annotations
 
@@ -44,6 +44,12 @@ OVERLAP_KINDS = ("partition_with_kill_leader", "pause_with_restart_server")
 
 SCHEDULE_KINDS = FAULT_KINDS + OVERLAP_KINDS
 
+#: What the workers do under the faults, each with its own figures. ``locks``: the
+#: fenced locks and the latch; ``queues``: producers and lock-safe consumers of two
+#: DistributedQueues (``queues.py``); ``discovery``: instances registered, updated,
+#: flapped and closed, watched by the parent (``discovery.py``).
+FAMILIES = ("locks", "queues", "discovery")
+
 
 @dataclasses.dataclass(frozen=True)
 class ChaosConfig:
@@ -82,6 +88,35 @@ class ChaosConfig:
     #: Load that runs on after the last fault, so its aftermath is in the history.
     settle: float = 3.0
     quorum_timeout: float = 90.0
+    #: What the workers run (FAMILIES): every worker runs each family chosen, on its one
+    #: client, so every fault hits all of them at once.
+    families: tuple[str, ...] = FAMILIES
+    #: Queues: the fast one (items of 0-5 ms, single puts and put_multi nodes, poison
+    #: items among them) and the slow one (0.5-4.5 s per item: faults find consumers
+    #: mid-item, and the parent aims at them). Claims under ``<path>-claims``.
+    queue_paths: tuple[str, str] = ("/queues/fast", "/queues/slow")
+    #: Where consumers write ``<results>/<item id>`` (with their delivery's id) in the
+    #: transaction that deletes the item: the item's fenced write inside ZooKeeper.
+    results_path: str = "/queues/results"
+    #: Seconds between two puts of one worker into the fast queue, and into the slow one.
+    put_every: tuple[float, float] = (0.25, 0.75)
+    slow_put_every: tuple[float, float] = (2.0, 6.0)
+    #: Share of the fast queue's single puts that are poison (their consumer always raises:
+    #: each must end as one dead letter after ``max_attempts``).
+    poison: float = 0.03
+    max_attempts: int = 3
+    retry_backoff: float = 0.05
+    #: Once the faults end, producers stop and the queues are given this long to empty.
+    drain_timeout: float = 60.0
+    #: Discovery: the service the workers register in, under ``services_path``; each
+    #: worker keeps ``dynamic_instances`` DYNAMIC instances and one DYNAMIC_SEQUENTIAL
+    #: one, and changes something every ``discovery_every`` seconds (uniform).
+    services_path: str = "/services"
+    service: str = "svc"
+    dynamic_instances: int = 2
+    discovery_every: tuple[float, float] = (0.3, 1.5)
+    #: How often the parent's observer lists the service (sync, list, a stat per node).
+    observe_every: float = 0.2
 
     def __post_init__(self) -> None:
         unknown = set(self.kinds) - set(SCHEDULE_KINDS)
@@ -89,6 +124,9 @@ class ChaosConfig:
             raise ValueError(f"no fault kinds; known: {SCHEDULE_KINDS}")
         if unknown:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {SCHEDULE_KINDS}")
+        strange = set(self.families) - set(FAMILIES)
+        if not self.families or strange:
+            raise ValueError(f"families must be some of {FAMILIES}, got {self.families}")
 
     @property
     def outage(self) -> float:
@@ -105,3 +143,20 @@ class ChaosConfig:
     @property
     def churn_paths(self) -> tuple[str, ...]:
         return tuple(f"/churn/n{index:02d}" for index in range(self.churn_nodes))
+
+    @property
+    def ghost_bound(self) -> float:
+        """How long a node may outlive the end its holder gave it (unregister, close, kill).
+
+        A client gives a session up at most 66% of its timeout after the server last
+        proved it heard it (simulated expiry), and until then it may keep the session
+        alive on the server (a reconnect with its id counts as heard); the server then
+        expires it after the timeout, to the next tick (0.2 s) and a tick later deletes
+        its nodes. So: 1.66 session timeouts and two ticks.
+        """
+        return self.session_timeout * 1.66 + 0.4
+
+
+def claims_path(queue_path: str) -> str:
+    """Where the consumers of ``queue_path`` claim its items (the queue's ``lock_path``)."""
+    return queue_path + "-claims"

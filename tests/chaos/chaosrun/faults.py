@@ -30,10 +30,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from multiprocessing.process import BaseProcess
 
-from zk_recipes import LeaderLatch, Lock, ZkClient, ZkRecipesError
+from zk_recipes import LeaderLatch, Lock, NoNodeError, Owner, ZkClient, ZkRecipesError
 from zk_recipes.testing import HarnessError, TcpProxy, ZooKeeperCluster
 
-from .config import FAULT_KINDS, OVERLAP_KINDS, PARTITIONS, ChaosConfig
+from .config import FAULT_KINDS, OVERLAP_KINDS, PARTITIONS, ChaosConfig, claims_path
 from .shipper import LogShipper
 from .store import record_fault
 
@@ -183,33 +183,66 @@ class Faults:
     def _target(self) -> Slot:
         """Mostly someone who holds something.
 
-        1/2: a fresh holder of the slow path (the next one to take it, waited
-        for up to 8 s, so most of its section is still ahead; that wait stands
-        in for the gap since the last fault), 1/5: the latch's leader, 3/20:
-        the holder of a random path, else anyone.
+        With the lock family, 1/2 of the draws: a fresh holder of the slow lock
+        path (the next one to take it, waited for up to 8 s, so most of its
+        section is still ahead; that wait stands in for the gap since the last
+        fault), 1/5: the latch's leader, 3/20: the holder of a random path.
+        With the queues, 1/4 more: a fresh claimant of the slow queue (mid-item
+        for 0.5-4.5 s). Else anyone (the draws are scaled to the families run).
         """
-        rng, paths = self._rng, self.config.lock_paths
-        draw = rng.random()
+        rng, config = self._rng, self.config
+        aims: list[tuple[float, str]] = []
+        if "locks" in config.families:
+            aims += [(0.5, "slow holder"), (0.2, "latch leader"), (0.15, "holder")]
+        if "queues" in config.families:
+            aims.append((0.25, "slow claimant"))
+        aims.append((0.15, "anyone"))
+        draw = rng.random() * sum(weight for weight, _ in aims)
+        aim = aims[-1][1]
+        for weight, name in aims:
+            if draw < weight:
+                aim = name
+                break
+            draw -= weight
         began = time.monotonic()
         found: Slot | None = None
-        why = "anyone"
-        if draw < 0.5:
+        paths = config.lock_paths
+        why = aim
+        if aim == "slow holder":
             why, found = f"fresh holder of {paths[0]}", self._fresh_holder(paths[0], 8.0)
+        elif aim == "slow claimant":
+            slow = claims_path(config.queue_paths[1])
+            why, found = f"fresh claimant in {slow}", self._fresh_claimant(slow, 8.0)
         else:
             self._when_due()
-            if draw < 0.7:
-                why = "latch leader"
+            if aim == "latch leader":
                 with contextlib.suppress(ZkRecipesError):
-                    leader = LeaderLatch(self._admin, self.config.latch_path).leader()
+                    leader = LeaderLatch(self._admin, config.latch_path).leader()
                     if leader is not None:
                         found = self._slot_of(leader.id)
-            elif draw < 0.85:
+            elif aim == "holder":
                 path = rng.choice(paths)
                 why, found = f"holder of {path}", self._holder(path)[1]
         if found is None:
             why, found = "anyone", rng.choice(self._slots)
         self.log(f"  target {found.worker}: {why} (after {time.monotonic() - began:.1f} s)")
         return found
+
+    def _fresh_claimant(self, claims: str, timeout: float) -> Slot | None:
+        """The worker of the next claim made under ``claims`` (by its owner's pid)."""
+        with contextlib.suppress(ZkRecipesError):
+            seen = set(self._admin.get_children(claims))
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                for name in sorted(set(self._admin.get_children(claims)) - seen):
+                    with contextlib.suppress(NoNodeError):
+                        data, _stat = self._admin.get(f"{claims}/{name}")
+                        pid = Owner.from_bytes(data).pid
+                        for slot in self._slots:
+                            if slot.process is not None and slot.process.pid == pid:
+                                return slot
+                time.sleep(0.02)
+        return None
 
     def _holder(self, path: str) -> tuple[str | None, Slot | None]:
         """The holder's node and worker slot (None, None when free or unreadable)."""

@@ -7,14 +7,17 @@ Shared by ``tests/chaos/test_chaos_short.py`` and ``benchmarks/chaos.py``; see
    worker slot its own chain of ``TcpProxy`` objects, one per ensemble member,
    so that one worker can be partitioned alone, in either direction;
 2. spawns the workers (``worker``), waits until each has connected, and starts
-   rewriting the churn nodes (``churn``) so watch notifications never stop;
+   rewriting the churn nodes (``churn``) so watch notifications never stop,
+   and the discovery observer (``discovery.Observer``) listing the service;
 3. applies the seeded fault schedule (``faults``): every kind once or more,
    overlaps included, then random kinds until the load has run for
    ``duration`` seconds;
-4. stops the workers, waits for their nodes to go, lists what is left
-   (orphans), and hands the history to the checker (``check``).
+4. tells the producers to stop and waits for the queues to empty (``queues``);
+5. stops the workers, waits for their nodes to go, lists what is left
+   (orphans and leftovers), reads the queues' end state into the history,
+   and hands the history to the checker (``check``).
 
-The kinds are listed in ``config``.
+The kinds and the families are listed in ``config``.
 """
 
 from __future__ import annotations
@@ -34,12 +37,14 @@ from typing import Any
 from zk_recipes import NoNodeError, ZkClient, ZkRecipesError
 from zk_recipes.testing import HarnessError, TcpProxy, ZooKeeperCluster, proxied_connect_string
 
+from . import queues
 from .check import check
 from .churn import ChurnWriter, create_churn_nodes
-from .config import ChaosConfig
+from .config import ChaosConfig, claims_path
+from .discovery import Observer
 from .faults import Faults, Slot
 from .shipper import LogShipper
-from .store import connect, create
+from .store import connect, create, record_final
 from .worker import WorkerSpec, run_worker
 
 
@@ -63,6 +68,7 @@ class ChaosRun:
         self._rng = random.Random(config.seed)
         self._context = multiprocessing.get_context("spawn")
         self._stop_path = run_dir / "stop"
+        self._stop_producing = run_dir / "stop-producing"
         self._slots: list[Slot] = []
         self._spawned = 0
 
@@ -78,6 +84,8 @@ class ChaosRun:
             admin = self._client(stack)
             churner = self._client(stack)  # its own session: a stalled write delays no fault
             create_churn_nodes(admin, config.churn_paths)
+            if "queues" in config.families:
+                queues.make_dirs(admin, config.queue_paths, config.results_path)
             stack.callback(self._restore_cluster)
             for index in range(config.workers):
                 proxies = [
@@ -90,6 +98,12 @@ class ChaosRun:
             self._wait_started(120.0)
             churn = ChurnWriter(churner, config.churn_paths, config.churn_interval).start()
             stack.callback(churn.stop)
+            observer = None
+            if "discovery" in config.families:
+                observer = Observer(
+                    self._client(stack), self._service_path, config.observe_every, self.db_path
+                ).start()
+                stack.callback(observer.stop)
             faults = Faults(
                 self.cluster, config, self._rng, self._slots, self._spawn, history, admin, self.log
             )
@@ -98,14 +112,43 @@ class ChaosRun:
             applied = faults.run(load_began)
             time.sleep(config.settle)
             load_s = time.monotonic() - load_began
+            drain_s, undrained = self._drain(admin)
             churn.stop()
             self.log("stopping workers")
             exited = [s.worker for s in self._slots if s.process and not s.process.is_alive()]
             hung = self._stop_workers()
             self._restore_cluster()
-            orphans, orphan_wait = self._orphans(admin)
+            # Every family's nodes that go with their holder's session, waited for at once.
+            left, orphan_wait = self._orphans(admin, self._orphan_paths())
+            locks = tuple(f"{path}/" for path in (*config.lock_paths, config.latch_path))
+            orphans = [node for node in left if node.startswith(locks)]
+            leftovers = [node for node in left if node.startswith(self._service_path + "/")]
+            if observer is not None:
+                observer.stop()
+            if "queues" in config.families:
+                record_final(
+                    history, queues.final_rows(admin, config.queue_paths, config.results_path)
+                )
         self.log("checking the history")
-        report = check(self.db_path, config.lock_paths)
+        report = check(
+            self.db_path,
+            config.lock_paths,
+            families=config.families,
+            ghost_bound=config.ghost_bound,
+            session_timeout=config.session_timeout,
+            max_attempts=config.max_attempts,
+        )
+        if observer is not None:
+            report["discovery"].update(
+                {
+                    "leftovers": len(leftovers),
+                    "leftover_nodes": leftovers,
+                    "observer_snapshots": observer.snapshots,
+                    "observer_failures": observer.failures,
+                }
+            )
+        if "queues" in config.families:
+            report["queues"].update({"drain_s": round(drain_s, 1), "left_after_drain": undrained})
         report.update(
             {
                 "orphans": len(orphans),
@@ -126,6 +169,8 @@ class ChaosRun:
                     **dataclasses.asdict(config),
                     "lock_paths": list(config.lock_paths),
                     "kinds": list(config.kinds),
+                    "families": list(config.families),
+                    "queue_paths": list(config.queue_paths),
                 },
                 "history": str(self.db_path),
             }
@@ -172,6 +217,19 @@ class ChaosRun:
             seed=self._rng.getrandbits(32),
             stop_path=str(self._stop_path),
             shipper_path=str(slot.shipper.path),
+            families=config.families,
+            queue_paths=config.queue_paths,
+            results_path=config.results_path,
+            put_every=config.put_every,
+            slow_put_every=config.slow_put_every,
+            poison=config.poison,
+            max_attempts=config.max_attempts,
+            retry_backoff=config.retry_backoff,
+            stop_producing_path=str(self._stop_producing),
+            services_path=config.services_path,
+            service=config.service,
+            dynamic_instances=config.dynamic_instances,
+            discovery_every=config.discovery_every,
         )
         process = self._context.Process(
             target=run_worker, args=(spec,), name=f"chaos-{slot.worker}", daemon=True
@@ -228,21 +286,58 @@ class ChaosRun:
                 slot.shipper = None
         return hung
 
+    def _drain(self, admin: ZkClient) -> tuple[float, int]:
+        """Stop the producers; wait for the queues to empty. (Seconds waited, nodes left.)"""
+        if "queues" not in self.config.families:
+            return 0.0, 0
+        self._stop_producing.touch()
+        self.log("producers stopped; draining the queues")
+        began = time.monotonic()
+        while True:
+            try:
+                left = queues.remaining(admin, self.config.queue_paths)
+            except ZkRecipesError:
+                left = -1
+            waited = time.monotonic() - began
+            if left == 0 or waited > self.config.drain_timeout:
+                return waited, left
+            time.sleep(0.25)
+
     # -- cluster and leftovers -----------------------------------------------------------
+    @property
+    def _service_path(self) -> str:
+        return f"{self.config.services_path}/{self.config.service}"
+
+    def _orphan_paths(self) -> tuple[str, ...]:
+        """Where nodes go with their holder's session: locks, latch, claims, put markers,
+        instances. (``orphans`` counts those of the lock family, ``queues.leftovers`` and
+        ``discovery.leftovers`` the others.)"""
+        config = self.config
+        paths: tuple[str, ...] = ()
+        if "locks" in config.families:
+            paths += (*config.lock_paths, config.latch_path)
+        if "queues" in config.families:
+            paths += tuple(claims_path(p) for p in config.queue_paths)
+            paths += tuple(p + "-puts" for p in config.queue_paths)
+        if "discovery" in config.families:
+            paths += (self._service_path,)
+        return paths
+
     def _restore_cluster(self) -> None:
         for member in self.cluster.servers:
             with contextlib.suppress(HarnessError):
                 member.start()  # resumes a paused member, starts a stopped one
         self.cluster.wait_for_quorum(self.config.quorum_timeout)
 
-    def _orphans(self, admin: ZkClient, timeout: float = 30.0) -> tuple[list[str], float]:
-        """Nodes left under the lock and latch paths once every worker is gone.
+    def _orphans(
+        self, admin: ZkClient, paths: tuple[str, ...], timeout: float = 30.0
+    ) -> tuple[list[str], float]:
+        """Nodes left under ``paths`` once every worker is gone.
 
         Killed workers' sessions take up to the session timeout to expire, so
         this waits (up to ``timeout``) for the count to reach zero.
         """
         began = time.monotonic()
-        paths = (*self.config.lock_paths, self.config.latch_path)
         while True:
             left: list[str] = []
             try:

@@ -9,9 +9,16 @@ accepts the write only if its token is higher, and records the attempt either
 way. The same transaction stamps the end of the critical section (the write is
 its last act) and whether the worker had been told LOST by then.
 
+The queues have a fenced store of their own, ``queue_writes``: a consumer
+writes there with its claim's fencing token, and a write is accepted only if
+its token is above the last one accepted *for that item*.
+
 The file also holds the history the checker reads: ``events`` written by the
-workers (leader / not_leader, lost, connection states, start and stop) and
-``faults`` written by the parent (kills, pauses, partitions, server faults).
+workers (leader / not_leader, lost, connection states, start and stop, puts,
+deliveries, loss reports, registrations), ``faults`` written by the parent
+(kills, pauses, partitions, server faults), ``snapshots`` (what the parent's
+discovery observer saw) and ``queue_final`` (the queues' results, dead
+letters and leftovers, read by the parent once the workers are gone).
 Every time is ``time.monotonic_ns()``: CLOCK_MONOTONIC is one clock for all
 processes of a Linux machine, so times from different processes compare.
 
@@ -39,9 +46,17 @@ def table_for(lock_path: str) -> str:
     return "attempts_" + re.sub(r"[^A-Za-z0-9]", "_", lock_path.strip("/"))
 
 
-def connect(db_path: str | Path) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), WAL, patient when busy."""
-    conn = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT, isolation_level=None)
+def connect(db_path: str | Path, *, any_thread: bool = False) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), WAL, patient when busy.
+
+    ``any_thread``: made in one thread, used in another (one at a time).
+    """
+    conn = sqlite3.connect(
+        str(db_path),
+        timeout=BUSY_TIMEOUT,
+        isolation_level=None,
+        check_same_thread=not any_thread,
+    )
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     return conn
@@ -69,6 +84,24 @@ def create(db_path: str | Path, lock_paths: Iterable[str]) -> None:
             "CREATE TABLE faults (id INTEGER PRIMARY KEY, kind TEXT NOT NULL,"
             " target TEXT NOT NULL, pid INTEGER, begin_ns INTEGER NOT NULL,"
             " end_ns INTEGER NOT NULL, detail TEXT NOT NULL)"
+        )
+        conn.execute(
+            "CREATE TABLE queue_writes (id INTEGER PRIMARY KEY, item TEXT NOT NULL,"
+            " delivery TEXT NOT NULL, worker TEXT NOT NULL, pid INTEGER NOT NULL,"
+            " token INTEGER NOT NULL, accepted INTEGER NOT NULL, start_ns INTEGER NOT NULL,"
+            " end_ns INTEGER NOT NULL, told_lost INTEGER NOT NULL)"
+        )
+        conn.execute("CREATE INDEX queue_writes_fence ON queue_writes (item, accepted, token)")
+        # kind: result (node, item, detail = the delivery), dead (node, item, detail =
+        # attempts), left (an item node still queued), claim, marker (leftover nodes).
+        conn.execute(
+            "CREATE TABLE queue_final (id INTEGER PRIMARY KEY, kind TEXT NOT NULL,"
+            " node TEXT NOT NULL, item TEXT NOT NULL, detail TEXT NOT NULL)"
+        )
+        # nodes: JSON [[name, ephemeral owner or null], ...] listed between t0 and t1.
+        conn.execute(
+            "CREATE TABLE snapshots (id INTEGER PRIMARY KEY, t0_ns INTEGER NOT NULL,"
+            " t1_ns INTEGER NOT NULL, nodes TEXT NOT NULL)"
         )
     finally:
         conn.close()
@@ -105,6 +138,59 @@ class FencedStore:
                 f"INSERT INTO {table} (worker, pid, token, accepted, call_ns, start_ns, end_ns,"
                 " told_lost) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (worker, pid, token, int(accepted), call_ns, start_ns, end_ns, int(lost)),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return accepted
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class QueueStore:
+    """The queues' fenced store, for one consumer thread (its own connection).
+
+    A write for an item is accepted only if its token (the claim's czxid) is
+    above every token accepted for that item so far; every attempt is kept.
+    """
+
+    def __init__(self, db_path: str | Path) -> None:
+        self._conn = connect(db_path, any_thread=True)
+
+    def write(
+        self,
+        *,
+        item: str,
+        delivery: str,
+        worker: str,
+        pid: int,
+        token: int,
+        start_ns: int,
+        told_lost: Callable[[], bool],
+    ) -> bool:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            (last,) = conn.execute(
+                "SELECT MAX(token) FROM queue_writes WHERE item = ? AND accepted = 1", (item,)
+            ).fetchone()
+            accepted = last is None or token > last
+            conn.execute(
+                "INSERT INTO queue_writes (item, delivery, worker, pid, token, accepted,"
+                " start_ns, end_ns, told_lost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    item,
+                    delivery,
+                    worker,
+                    pid,
+                    token,
+                    int(accepted),
+                    start_ns,
+                    time.monotonic_ns(),
+                    int(told_lost()),
+                ),
             )
             conn.execute("COMMIT")
         except BaseException:
@@ -203,4 +289,20 @@ def record_fault(
             "INSERT INTO faults (kind, target, pid, begin_ns, end_ns, detail)"
             " VALUES (?, ?, ?, ?, ?, ?)",
             (kind, target, pid, begin_ns, end_ns, detail),
+        )
+
+
+def record_final(conn: sqlite3.Connection, rows: Iterable[tuple[str, str, str, str]]) -> None:
+    """The parent's record of the queues' end state: (kind, node, item, detail) rows."""
+    with _transaction(conn):
+        conn.executemany(
+            "INSERT INTO queue_final (kind, node, item, detail) VALUES (?, ?, ?, ?)", rows
+        )
+
+
+def record_snapshot(conn: sqlite3.Connection, t0_ns: int, t1_ns: int, nodes: str) -> None:
+    """One listing of the observed service (nodes as JSON), made between t0 and t1."""
+    with _transaction(conn):
+        conn.execute(
+            "INSERT INTO snapshots (t0_ns, t1_ns, nodes) VALUES (?, ?, ?)", (t0_ns, t1_ns, nodes)
         )

@@ -1,7 +1,10 @@
 """One chaos worker: a spawned process that loops acquire -> fenced write -> release.
 
 Each worker builds its own ZkClient (through its own chain of proxies, so the
-parent can partition it alone), one Lock per lock path and one LeaderLatch.
+parent can partition it alone), one Lock per lock path and one LeaderLatch
+(the ``locks`` family), and beside them, on the same client, the producer
+and the consumers of the ``queues`` family (``queues.py``) and the instances
+of the ``discovery`` family (``discovery.py``).
 The critical section is: acquire returns (``start_ns``), a random "work"
 sleep (short, but long on the first, "slow", lock path so faults find
 holders), a wait while the lock is in doubt (SUSPENDED: until RECONNECTED or
@@ -18,7 +21,7 @@ Everything the checker needs is recorded, stamped with ``time.monotonic_ns()``
 of the moment it was *decided*, not when a listener thread got around to it:
 the latch's terms (its ``history``: when it decided to lead or stop, on which
 node, with which token, and why), the client's connection states (their
-``StateChange.at``), the on_lost callback (path, token), each churn
+``StateChange.at``, with the session in ``token``), the on_lost callback (path, token), each churn
 notification, and the ``closing`` marker written before the latch and the
 client are closed. Listener stamps could put a term's end after the next
 leader's start when a listener thread runs late on a busy machine.
@@ -43,6 +46,8 @@ from zk_recipes import (
 )
 
 from .churn import ChurnWatch
+from .discovery import Registrar
+from .queues import QueueWork
 from .store import EventRecorder, FencedStore
 
 #: How long a holder in doubt waits for the doubt to clear before writing anyway.
@@ -77,6 +82,21 @@ class WorkerSpec:
     stop_path: str
     #: The named pipe its WARNING records go to (its "log shipper": see shipper.py).
     shipper_path: str
+    #: What it runs (config.FAMILIES), and each family's settings (see ChaosConfig).
+    families: tuple[str, ...]
+    queue_paths: tuple[str, str]
+    results_path: str
+    put_every: tuple[float, float]
+    slow_put_every: tuple[float, float]
+    poison: float
+    max_attempts: int
+    retry_backoff: float
+    #: Producers stop once this file exists (the queues then drain).
+    stop_producing_path: str
+    services_path: str
+    service: str
+    dynamic_instances: int
+    discovery_every: tuple[float, float]
 
 
 class _TermRecorder:
@@ -120,7 +140,9 @@ def run_worker(spec: WorkerSpec) -> None:
     )
 
     def on_state(change: StateChange) -> None:
-        events.record("state", detail=change.state.name, t_ns=int(change.at * 1e9))
+        events.record(
+            "state", detail=change.state.name, token=change.session_id, t_ns=int(change.at * 1e9)
+        )
 
     client.add_listener(on_state)
     client.start()
@@ -135,14 +157,21 @@ def run_worker(spec: WorkerSpec) -> None:
             events.record("lost", path=path, token=token)
 
         lock.on_lost(on_lost)
-    latch = LeaderLatch(client, spec.latch_path, spec.worker, history=_TermRecorder(events))
-    latch.start()
+    latch = None
+    if "locks" in spec.families:
+        latch = LeaderLatch(client, spec.latch_path, spec.worker, history=_TermRecorder(events))
+        latch.start()
     churn = ChurnWatch(client, spec.churn_paths, lambda path: events.record("notified", path=path))
+    queues = _queue_work(spec, client, events, pid) if "queues" in spec.families else None
+    registrar = _registrar(spec, client, events) if "discovery" in spec.families else None
     events.record("started", detail=client.connect_string)
     fast_paths = spec.lock_paths[1:] or spec.lock_paths
     next_slow = time.monotonic() + rng.uniform(0.0, spec.slow_every[1])
     try:
         while not os.path.exists(spec.stop_path):
+            if "locks" not in spec.families:
+                time.sleep(0.1)
+                continue
             if time.monotonic() >= next_slow:
                 path = spec.lock_paths[0]
                 next_slow = time.monotonic() + rng.uniform(*spec.slow_every)
@@ -151,12 +180,51 @@ def run_worker(spec: WorkerSpec) -> None:
             _one_round(spec, rng, path, locks[path], store, events, pid)
     finally:
         events.record("closing")
+        if registrar is not None:
+            registrar.close()
+        if queues is not None:
+            queues.close()
         churn.close()
-        latch.close()
+        if latch is not None:
+            latch.close()
         client.close()
         store.close()
         events.record("closed")
         events.close()
+
+
+def _queue_work(spec: WorkerSpec, client: ZkClient, events: EventRecorder, pid: int) -> QueueWork:
+    return QueueWork(
+        client,
+        worker=spec.worker,
+        pid=pid,
+        events=events,
+        db_path=spec.db_path,
+        queue_paths=spec.queue_paths,
+        results_path=spec.results_path,
+        put_every=spec.put_every,
+        slow_put_every=spec.slow_put_every,
+        hold_max=spec.hold_max,
+        slow_hold=spec.slow_hold,
+        poison=spec.poison,
+        max_attempts=spec.max_attempts,
+        retry_backoff=spec.retry_backoff,
+        seed=spec.seed ^ 0x51,
+        stop_producing=lambda: os.path.exists(spec.stop_producing_path),
+    )
+
+
+def _registrar(spec: WorkerSpec, client: ZkClient, events: EventRecorder) -> Registrar:
+    return Registrar(
+        client,
+        worker=spec.worker,
+        events=events,
+        base_path=spec.services_path,
+        service=spec.service,
+        dynamic=spec.dynamic_instances,
+        every=spec.discovery_every,
+        seed=spec.seed ^ 0xD15C,
+    )
 
 
 def _work_then_settle_doubt(lock: Lock, seconds: float) -> None:
