@@ -158,9 +158,9 @@ def test_an_item_over_the_servers_limit_is_refused_with_the_limit(zk_client: ZkC
 def test_a_directory_near_javas_listing_limit_is_warned_of(
     zk_client: ZkClient, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from zk_recipes._queue import distributed
+    from zk_recipes._queue import listing
 
-    monkeypatch.setattr(distributed, "_WARN_CHILDREN", 3)  # the real one is ~42,000
+    monkeypatch.setattr(listing, "WARN_CHILDREN", 3)  # the real one is ~42,000
     with DistributedQueue(zk_client, "/dq/full") as queue:
         for _ in range(3):
             queue.put(b"x")

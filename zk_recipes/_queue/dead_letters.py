@@ -71,6 +71,8 @@ def requeue(client: ZkClient, path: str, names: Iterable[str] | None = None) -> 
         if wanted is not None and letter.name not in wanted:
             continue
         body = to_bytes(list(letter.items))
+        # Its name's prefix kept (priority, due time, id); Curator's requeue keeps only the
+        # id queue's (CURATOR-224).
         prefix = letter.name[:-10] if len(letter.name) > 10 else "queue-"
         for _try in range(2):
             tx = client.transaction()

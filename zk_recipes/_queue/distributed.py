@@ -38,11 +38,8 @@ possible):
    other consumers watch claims they met when they go idle, so the item is
    taken as soon as the claim goes, on an idle queue too.
 
-**Without a lock path** (Curator's at-most-once): read, delete (at its
-version), then consume, ``batch`` items at a time (1 by default: a crash
-loses at most the item in hand; Curator's bound). A delete whose reply was
-lost and whose retry finds NoNode delivers the item anyway (at-least-once for
-that case): Curator drops it.
+**Without a lock path** (Curator's at-most-once, ``at_most_once.py``): read,
+delete, then consume; a crash loses at most ``batch`` items (1 by default).
 
 Several consumers of one queue take in order until they race each other,
 then spread out (racing.py). A node whose bytes do not parse is moved aside,
@@ -52,7 +49,6 @@ to ``<path>-corrupted``, and logged with its path: never dropped.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
 import threading
 import time
@@ -77,22 +73,20 @@ from zk_recipes._errors import (
 )
 from zk_recipes._internals.args import require_client
 from zk_recipes._queue import dead_letters
+from zk_recipes._queue.consuming import ClaimWatch, check_consumer
 from zk_recipes._queue.items import BYTES, CorruptedItemError, QueueSerializer, from_bytes, to_bytes
+from zk_recipes._queue.listing import SizeWarning
 from zk_recipes._queue.putting import Putter
 from zk_recipes._queue.racing import Pace
 from zk_recipes._queue.retrying import MAX_HELD, RetryPolicy
 from zk_recipes._queue.simple import _StateWake, _Wake
 from zk_recipes._queue.taking import PREFIX, ItemContext, Taker
-from zk_recipes._types import WatchEvent, mark_inline
 
 log = logging.getLogger("zk_recipes.queue")
 
 T = TypeVar("T")
 _Q = TypeVar("_Q", bound="DistributedQueue[Any]")
 Consumer = Callable[[T, ItemContext], object]
-#: How many ``queue-<seq10>`` names fit a 1 MB getChildren reply (4 bytes of length each).
-_JAVA_LIST_LIMIT = (1024 * 1024 - 1) // (4 + len(PREFIX) + 10)
-_WARN_CHILDREN = _JAVA_LIST_LIMIT * 8 // 10
 
 
 class DistributedQueue(Generic[T]):
@@ -157,7 +151,7 @@ class DistributedQueue(Generic[T]):
             None if lock_path is None else _paths.validate_path(lock_path, what="lock_path")
         )
         if consumer is not None:
-            _check_consumer(consumer)
+            check_consumer(consumer)
         if max_items is not None and (isinstance(max_items, bool) or max_items < 1):
             raise ConfigurationError(f"max_items must be None or >= 1, got {max_items!r}")
         if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 64:
@@ -181,9 +175,9 @@ class DistributedQueue(Generic[T]):
         self._thread: threading.Thread | None = None
         self._state_wake = _StateWake(self._wake)
         #: Claims met where this consumer went idle, watched until they go (racing.py).
-        self._claim_watch = _ClaimWatch(self._wake)
+        self._claim_watch = ClaimWatch(self._wake)
         self._started = False
-        self._warned_at = -1e9
+        self._size_warning = SizeWarning()
         #: Item nodes at this process's last listing (the queue-length gauge); None: not yet.
         self.listed_items: int | None = None
 
@@ -311,7 +305,7 @@ class DistributedQueue(Generic[T]):
     def _names(self, watch: _Wake | None = None) -> list[str]:
         try:
             names = self.client.get_children(self.path, watch=watch)
-            self._check_size(names)
+            self._size_warning.check(self.path, names)
         except NoNodeError:
             # Deleted under us: an exists watch says when a put makes it again.
             if watch is not None and self.client.exists(self.path, watch=watch) is not None:
@@ -354,27 +348,6 @@ class DistributedQueue(Generic[T]):
             found.append(entry)
         return found
 
-    def _check_size(self, names: list[str]) -> None:
-        """Warn (once a minute) as the directory nears what a Java peer can list.
-
-        A getChildren reply must fit the client's jute.maxbuffer (1 MB by
-        default in Java): about 52,000 ``queue-`` names. Past that, Curator
-        peers cannot list the queue at all (Curator's TN4).
-        """
-        if len(names) < _WARN_CHILDREN:
-            return
-        now = time.monotonic()
-        if now - self._warned_at < 60.0:
-            return
-        self._warned_at = now
-        log.warning(
-            "the queue %s holds %d nodes: near the ~%d a Java peer can list with the default "
-            "1 MB jute.maxbuffer; consume faster, put_multi, or shard the queue",
-            self.path,
-            len(names),
-            _JAVA_LIST_LIMIT,
-        )
-
     # -- consuming -----------------------------------------------------------
     def _on_state(self, change: StateChange) -> None:
         if change.state in (ConnectionState.SUSPENDED, ConnectionState.LOST):
@@ -397,7 +370,7 @@ class DistributedQueue(Generic[T]):
                 if taker.held:
                     ready = [name for name in ready if name not in taker.held]
                 if len(taker.held) < MAX_HELD:
-                    self._watch_claims(pace.take(ready))
+                    self._claim_watch.watch(self.client, self.lock_path, pace.take(ready))
                 if taker.held:
                     retry_in = min(h.wait() for h in taker.held.values())
                 if retry_in is not None:
@@ -413,73 +386,5 @@ class DistributedQueue(Generic[T]):
                 pause = due_in if pause is None else min(pause, due_in)
             self._wake.wait(pause)
 
-    def _watch_claims(self, names: list[str]) -> None:
-        """Watch the claims a pass met and went idle on: the loop wakes when one goes."""
-        assert self.lock_path is not None or not names
-        for name in names:
-            claim = _paths.join(self.lock_path or "/", name)
-            if not self._claim_watch.arm(claim):
-                continue  # watched already
-            if self.client.exists(claim, watch=self._claim_watch) is None:
-                self._claim_watch.fired(claim)  # gone meanwhile: list again now
-
     def __repr__(self) -> str:  # the priority, delay and id queues' too
         return f"<{type(self).__name__} {self.path}>"
-
-
-def _check_consumer(consumer: object) -> None:
-    """Refuse a consumer that cannot be called as ``consumer(value, context)``, at once."""
-    if not callable(consumer):
-        raise ConfigurationError(f"consumer must be callable, got {consumer!r}")
-    try:
-        signature = inspect.signature(consumer)
-    except (TypeError, ValueError):
-        return  # a builtin or an extension: nothing to check
-    try:
-        signature.bind(object(), object())
-    except TypeError as exc:
-        raise WrongTypeError(
-            f"the consumer {consumer!r} cannot be called as consumer(value, context): {exc}. "
-            "A queue's consumer takes the item's value and its ItemContext, e.g. "
-            "def consume(value, context): ..."
-        ) from None
-
-
-class _ClaimWatch:
-    """Exists watches on claims of other consumers; one wakes the loop when its claim goes.
-
-    A watch callback (on the connection thread: ``mark_inline``): it only
-    notes the claim as not watched any more and wakes the consumer loop.
-    """
-
-    def __init__(self, wake: threading.Event) -> None:
-        self._wake = wake
-        self._lock = threading.Lock()
-        self._armed: set[str] = set()
-
-    def arm(self, claim: str) -> bool:
-        """Note a watch about to be set on ``claim``; False if one is set already."""
-        with self._lock:
-            if claim in self._armed:
-                return False
-            self._armed.add(claim)
-            return True
-
-    def fired(self, claim: str) -> None:
-        with self._lock:
-            self._armed.discard(claim)
-        self._wake.set()
-
-    def forget(self) -> None:
-        with self._lock:
-            self._armed.clear()
-
-    def __call__(self, event: WatchEvent) -> None:
-        if event.path is not None:
-            self.fired(event.path)
-        else:
-            self.forget()
-            self._wake.set()
-
-
-mark_inline(_ClaimWatch)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import random
 import threading
 
+from zk_recipes._queue.at_most_once import take_at_most_once
 from zk_recipes._queue.taking import BATCH, Outcome, Taker
 
 #: The head items racing consumers spread over.
@@ -83,7 +84,7 @@ class Pace:
     def _take_at_most_once(self, ready: list[str]) -> bool:
         while ready and not self._stop.is_set():
             size = self._batch
-            if self._taker.take_at_most_once(ready[:size]):  # a batch, pipelined
+            if take_at_most_once(self._taker, ready[:size]):  # a batch, pipelined
                 self._batch = FIRST_BATCH
                 return True
             self._batch = min(BATCH, size * 2)

@@ -32,18 +32,15 @@ from zk_recipes._client.client import ZkClient
 from zk_recipes._client.creates import CreateResult
 from zk_recipes._client.transaction import Transaction
 from zk_recipes._errors import (
-    BadVersionError,
     ConnectionLostError,
     HolderSessionLost,
     NodeExistsError,
     NoNodeError,
-    OperationTimeoutError,
     SessionLost,
     TransactionFailedError,
     ZkRecipesError,
     ZkTimeoutError,
 )
-from zk_recipes._queue.deletes import delete_taken
 from zk_recipes._queue.items import (
     CorruptedItemError,
     QueueSerializer,
@@ -59,19 +56,8 @@ log = logging.getLogger("zk_recipes.queue")
 PREFIX = "queue-"
 #: Items read together (pipelined) by a consumer without a lock path.
 BATCH = 64
-#: The sequence the server appends to every item's name.
-SEQUENCE_DIGITS = 10
 #: A reply that did not come: the request may or may not have been applied.
 _UNANSWERED = (ConnectionLostError, ZkTimeoutError, SessionLost)
-
-
-def requeue_prefix(name: str) -> str:
-    """An item put back keeps what its name says (priority, due time, id), with a new sequence.
-
-    Curator keeps only the id queue's id (CURATOR-224): a priority or delay
-    item put back by Curator becomes a plain ``queue-`` node.
-    """
-    return name[:-SEQUENCE_DIGITS] if len(name) > SEQUENCE_DIGITS else PREFIX
 
 
 class _Lost(enum.Enum):
@@ -227,7 +213,7 @@ class Taker:
         context = ItemContext(item, held.czxid, threading.Event(), tx, held.attempts + 1)
         self.running = context
         try:
-            failure = self._deliver(item, values, context)
+            failure = self.deliver(item, values, context)
         finally:
             self.running = None
         if failure is not None:
@@ -249,7 +235,7 @@ class Taker:
         else:
             self._failed(held, context, refused)  # its own writes were refused: a failed attempt
 
-    def _deliver(self, item: str, values: list[Any], context: ItemContext) -> Exception | None:
+    def deliver(self, item: str, values: list[Any], context: ItemContext) -> Exception | None:
         """Call the consumer on each item of the node; the exception it raised, if any."""
         consumer = self.consumer
         began = time.monotonic()
@@ -406,68 +392,3 @@ class Taker:
     def _claim_path(self, held: Held) -> str:
         assert self.lock_path is not None
         return _paths.join(self.lock_path, held.name)
-
-    # -- without a lock path -------------------------------------------------------
-    def take_at_most_once(self, names: list[str]) -> int:
-        """Without a lock path: read up to ``BATCH`` items pipelined; delete, then deliver.
-
-        The reads go out together. Then ``batch`` items at a time (1 by
-        default) are deleted, each at the version read, and the ones whose
-        delete was ours are delivered: a consumer killed meanwhile loses at
-        most those ``batch`` items. Returns how many another consumer took
-        first.
-        """
-        client = self.client
-        wait = client.settings.connection_timeout
-        items = [_paths.join(self.path, name) for name in names[:BATCH]]
-        reads = [(item, client.get_async(item)) for item in items]
-        read: list[tuple[str, bytes, int]] = []
-        for item, pending in reads:
-            try:
-                data, stat = pending.result(wait)
-            except NoNodeError:
-                continue  # taken since the listing
-            read.append((item, data, stat.version))
-        ours = 0
-        for start in range(0, len(read), self.batch):
-            chunk = read[start : start + self.batch]
-            deletes = [(item, data, v, client.delete_async(item, v)) for item, data, v in chunk]
-            taken: list[tuple[str, bytes]] = []
-            for item, data, version, deleting in deletes:
-                try:
-                    deleting.result(wait)
-                except (NoNodeError, BadVersionError):
-                    continue  # another consumer's
-                except (ConnectionLostError, OperationTimeoutError, SessionLost):
-                    if not delete_taken(client, item, version, sent=True):
-                        continue
-                taken.append((item, data))
-            for item, data in taken:
-                self._deliver_taken(item, data)
-            ours += len(taken)
-        return len(items) - ours
-
-    def _deliver_taken(self, item: str, data: bytes) -> None:
-        """Deliver an item already deleted (at-most-once): a failure loses it, as in Curator."""
-        client = self.client
-        try:
-            values = [self.serializer.deserialize(b) for b in from_bytes(data)]
-        except (CorruptedItemError, ValueError) as exc:
-            aside = _paths.join(self.path + "-corrupted", _paths.name_of(item))
-            log.error("queue item %s is not an item (%s): moved aside to %s", item, exc, aside)
-            with contextlib.suppress(NodeExistsError):  # copied by an earlier try
-                client.create(aside, data, parents=True)
-            return
-        context = ItemContext(item, None, threading.Event(), client.transaction())
-        failure = self._deliver(item, values, context)
-        if failure is not None:
-            log.error(
-                "the consumer of %s raised on %s: the item is gone (no lock path)",
-                self.path,
-                item,
-                exc_info=failure,
-            )
-            return
-        _metrics.count("zk_recipes_queue_items_consumed_total", queue=self.path)
-        if len(context.transaction()):
-            context.transaction().commit()
