@@ -217,38 +217,31 @@ class DoubleBarrier:
             self._state = new
 
     def _create_own(self) -> int:
-        """Create our member node; its czxid."""
-        for _attempt in range(3):
-            try:
-                created = self.client.create(
-                    self.member_path,
-                    self.data,
-                    mode=CreateMode.EPHEMERAL,
-                    parents=True,
-                    replace_stale=True,
-                )
-                stat = created.stat
-            except NodeExistsError:
-                found = self.client.exists(self.member_path)
-                if found is None:
-                    continue  # gone meanwhile: make it
-                if self.client.session_epoch(found.ephemeral_owner) is None:
-                    raise
-                # Ours already: the delete of an earlier round's node, still pending, must
-                # not take it now that this round counts on it (review 3, D1's shape).
-                self.client.cancel_pending_delete(self.member_path)
-                still = self.client.exists(self.member_path)  # an attempt under way may have won
-                if still is None or still.czxid != found.czxid:
-                    continue
-                stat = still
-            self._own_epoch = self.client.session_epoch(stat.ephemeral_owner)
-            self._own = (stat.ephemeral_owner, stat.czxid)
-            return stat.czxid
-        raise NodeExistsError(
-            f"{self.member_path} keeps appearing and going: is another member using the "
-            f"member id {self.member_id!r}?",
-            self.member_path,
-        )
+        """Create our member node, or take ours back; its czxid.
+
+        The delete of an earlier round's node, still pending while the
+        connection was down, must not take it now that this round counts on
+        it (review 3, D1's shape): it is cancelled first (an attempt under way
+        is waited for).
+        """
+        self.client.cancel_pending_delete(self.member_path)
+        try:
+            created = self.client.create(
+                self.member_path,
+                self.data,
+                mode=CreateMode.EPHEMERAL,
+                parents=True,
+                replace_stale=True,
+            )
+            stat = created.stat
+        except NodeExistsError:
+            found = self.client.exists(self.member_path)
+            if found is None or self.client.session_epoch(found.ephemeral_owner) is None:
+                raise
+            stat = found  # ours already (a reply lost, or an earlier round's node)
+        self._own_epoch = self.client.session_epoch(stat.ephemeral_owner)
+        self._own = (stat.ephemeral_owner, stat.czxid)
+        return stat.czxid
 
     def _enter(self, deadline: float | None) -> bool:
         own = self._create_own()

@@ -30,14 +30,20 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import itertools
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from zk_recipes._deadline import session_clock
 from zk_recipes._errors import OperationTimeoutError
 from zk_recipes._types import WatchEvent, WatchEventType, ZnodeStat, mark_inline
 
-if TYPE_CHECKING:
-    from zk_recipes._cache.engine import CacheEngine
+
+class Queues(Protocol):
+    """What the watch callbacks need of the engine: its work queue (``CacheEngine``)."""
+
+    one_shot: bool
+
+    def _queue(self, item: tuple[Any, ...]) -> None: ...
+
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -149,7 +155,7 @@ class Backoff:
 class Sink:
     """The watch's callback: on the connection thread, it only queues the path (mark_inline)."""
 
-    def __init__(self, engine: CacheEngine) -> None:
+    def __init__(self, engine: Queues) -> None:
         self._engine = engine
 
     def __call__(self, event: WatchEvent) -> None:
@@ -169,7 +175,7 @@ mark_inline(Sink)
 class ChildCatchUp:
     """The CHILD events of a catch-up (a directory whose children changed): a listing each."""
 
-    def __init__(self, engine: CacheEngine) -> None:
+    def __init__(self, engine: Queues) -> None:
         self._engine = engine
 
     def __call__(self, event: WatchEvent) -> None:

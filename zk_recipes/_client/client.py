@@ -51,6 +51,7 @@ from typing import Any, TypeVar, final
 from zk_recipes import _metrics, _paths
 from zk_recipes._client.creates import CreateResult, Creator
 from zk_recipes._client.deletes import GuaranteedDeleter
+from zk_recipes._client.holder import holder_check
 from zk_recipes._client.kazoo import KazooConnection, Pending, not_connected
 from zk_recipes._client.kazoo.bound import Still
 from zk_recipes._client.persistent import Established, PersistentWatch, PersistentWatches
@@ -900,7 +901,7 @@ class ZkClient:
         still = None
         if session is not None:
             try:
-                still = self._tracker.holder_check(session, conn)
+                still = holder_check(self._tracker, session, conn)
             except HolderSessionLost:
                 if guaranteed:
                     return  # the node goes with the session that made it
@@ -938,7 +939,7 @@ class ZkClient:
 
     def _holder_check(self, session: int) -> Still:
         """The write-time check of a write as the holder of ``session``'s node (bound.py)."""
-        return self._tracker.holder_check(session, self._live_conn())
+        return holder_check(self._tracker, session, self._live_conn())
 
     def cancel_pending_delete(self, path: str) -> bool:
         """Drop a guaranteed delete of ``path`` still pending; True if there was one.
@@ -1023,7 +1024,7 @@ class ZkClient:
         """
         _paths.validate_writable_path(path)
         conn = self._usable()
-        still = None if session is None else self._tracker.holder_check(session, conn)
+        still = None if session is None else holder_check(self._tracker, session, conn)
         return conn.delete_async(self._abs(path), version, still)
 
     def set_async(
@@ -1033,5 +1034,5 @@ class ZkClient:
         _paths.validate_writable_path(path)
         data = _paths.validate_data(data, path=path, limit=self.settings.max_data_bytes)
         conn = self._usable()
-        still = None if session is None else self._tracker.holder_check(session, conn)
+        still = None if session is None else holder_check(self._tracker, session, conn)
         return conn.set_async(self._abs(path), data, version, still)

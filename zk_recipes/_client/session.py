@@ -59,7 +59,6 @@ from zk_recipes import _metrics
 from zk_recipes._client.kazoo import KazooConnection
 from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateChange
 from zk_recipes._deadline import session_clock
-from zk_recipes._errors import HolderSessionLost
 from zk_recipes._logfields import fields
 from zk_recipes._settings import ClientSettings
 from zk_recipes._threads import (
@@ -165,25 +164,6 @@ class SessionTracker:
             ):
                 return self.epoch
             return None
-
-    def holder_check(self, session_id: int, conn: KazooConnection) -> Callable[[], bool]:
-        """For a write as the holder of a node made by ``session_id``: a check made at write time.
-
-        True while that session is both this client's live session (its epoch
-        has not moved) and ``conn``'s (kazoo may be on a new one before the
-        tracker hears of it). ``HolderSessionLost`` now when it already is not.
-        """
-        epoch = self.epoch_of(session_id)
-        if epoch is None:
-            raise HolderSessionLost(
-                f"session {session_id:#x}, which made the node, is not this client's live "
-                "session any more: the write made as its holder was not sent"
-            )
-
-        def still() -> bool:
-            return self.epoch == epoch and conn.session_id == session_id
-
-        return still
 
     def wait_connected(self, timeout: float | None) -> bool:
         with self._changed:
