@@ -25,7 +25,9 @@ the same):
 A face that builds a recipe of its own on one of these registers where its
 directories are (``RecipeLayout``, _inspect/layouts.py), and its recipes are
 reported under its kind: Celery's singleton tasks as "celery singleton",
-its beat election as "celery beat".
+its beat election as "celery beat"; the plain nodes a face keeps (base
+"node": Celery's queued markers) are reported too, each as its one holder
+(nodes.py).
 
 Then every contender node is read (``getData``, pipelined in batches) for its
 data and stat, and each queue is ordered and decided by its recipe's own
@@ -83,6 +85,7 @@ from zk_recipes._inspect.layouts import (
     RecipeLayout,
     kind_of,
 )
+from zk_recipes._inspect.nodes import MarkedNodes
 from zk_recipes._inspect.queues import QUEUE, QueueDirectories
 from zk_recipes._inspect.recipe_holders import QueuedNode, RecipeHolders
 from zk_recipes._internals.args import require_client
@@ -120,11 +123,16 @@ def holders(client: ZkClient, path: str = "/") -> list[RecipeHolders]:
     listed = _walk(client, path)
     found = list(_recipes(listed))
     queues = QueueDirectories(listed)
+    marked = MarkedNodes(listed)
     nodes = _read(
-        client, [n for recipe in found for n in recipe.node_paths()] + queues.node_paths()
+        client,
+        [n for recipe in found for n in recipe.node_paths()]
+        + queues.node_paths()
+        + marked.node_paths(),
     )
     reports = [report for recipe in found if (report := recipe.report(nodes)) is not None]
     reports.extend(queues.reports(nodes))
+    reports.extend(marked.reports(nodes))
     return sorted(reports, key=lambda r: (r.path, r.kind))
 
 

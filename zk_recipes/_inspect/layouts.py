@@ -43,7 +43,9 @@ LOCK = "lock"
 READ_WRITE_LOCK = "read-write lock"
 SEMAPHORE = "semaphore"
 LEADER_LATCH = "leader latch"
-BASE_KINDS = (LOCK, READ_WRITE_LOCK, SEMAPHORE, LEADER_LATCH)
+#: Not a recipe: a plain node a face keeps (a marker), reported as its one holder (nodes.py).
+NODE = "node"
+BASE_KINDS = (LOCK, READ_WRITE_LOCK, SEMAPHORE, LEADER_LATCH, NODE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,12 +59,15 @@ class RecipeLayout:
 
     #: The kind ``holders()`` reports (``RecipeHolders.kind``), like "celery singleton".
     kind: str
-    #: The core kind its nodes are: "lock", "read-write lock", "semaphore" or "leader latch".
+    #: The core kind its nodes are: "lock", "read-write lock", "semaphore" or "leader
+    #: latch"; or "node": a plain node of the face's own (a marker), not a directory.
     base: str
-    #: The directory's last segments, "/"-separated; ``*`` matches any one segment.
+    #: The directory's last segments, "/"-separated; ``*`` matches any one segment
+    #: (for base "node": the node's own last segments).
     path: str
     #: For node data that is not our owner JSON: the owner it names, or None
-    #: (Celery's beat election writes ``host:pid``).
+    #: (Celery's beat election writes ``host:pid``). For base "node" it reads every
+    #: node's data, and None leaves the node out of the report.
     owner_of_data: Callable[[str], Owner | None] | None = None
 
     def __post_init__(self) -> None:
