@@ -27,6 +27,7 @@ import click
 from zk_recipes import DEFAULT_PREFIX
 from zk_recipes.cli._arguments import check_path
 from zk_recipes.cli._click_beat import add_beat_commands
+from zk_recipes.cli._click_dedup import add_dedup_commands
 from zk_recipes.cli._click_discovery import add_discovery_commands
 from zk_recipes.cli._click_queue import add_queue_commands
 from zk_recipes.cli._click_shared import (
@@ -173,6 +174,7 @@ def add_click_commands(
 
     add_discovery_commands(add, config_of)
     add_beat_commands(group, config_of, decorate)
+    add_dedup_commands(group, config_of, decorate)
     add_queue_commands(group, config_of, decorate)
 
     @add

@@ -41,6 +41,10 @@ rest is here, once:
   ``schedule_path``, ``ScheduleError``, ``InvalidEntry``, ``parse_entry``): the
   znodes and JSON of the schedule Celery's ``ZkScheduler`` reads, which the
   ``zk-recipes beat`` commands change, checked as Celery's scheduler parses it.
+- **Publish dedup's queued markers.** ``read_markers`` (+ ``QueuedMarker``,
+  ``queued_root``, ``marker_task_id``, ``clear_marker``): the markers Celery's
+  ``unique_on_publish`` keeps, found by task id and cleared by ``revoke()`` and
+  the ``zk-recipes dedup`` commands.
 - **Status pages.** ``connection_report`` (+ ``server_info``): the client's
   connection as plain data; ``connection_rows`` / ``recipe_rows`` (+
   ``NodeRow``, ``RecipeRow``, ``spaced_hosts``): that report and
@@ -102,6 +106,13 @@ from zk_recipes.frameworks._locked_calls import (
     locked_call as locked_call,
     ran_unguarded as ran_unguarded,
 )
+from zk_recipes.frameworks._queued_markers import (
+    QueuedMarker as QueuedMarker,
+    clear_marker as clear_marker,
+    marker_task_id as marker_task_id,
+    queued_root as queued_root,
+    read_markers as read_markers,
+)
 from zk_recipes.frameworks._status_rows import (
     NodeRow as NodeRow,
     RecipeRow as RecipeRow,
@@ -132,6 +143,7 @@ __all__ = [
     "LockedBlock",
     "NodeRow",
     "OnUnavailable",
+    "QueuedMarker",
     "RecipeRow",
     "ScheduleError",
     "ServiceSpec",
@@ -140,15 +152,19 @@ __all__ = [
     "check_on_busy",
     "check_on_unavailable",
     "check_schedule",
+    "clear_marker",
     "connection_report",
     "connection_rows",
     "crontab_schedule",
     "leader_path",
     "lock_path",
     "locked_call",
+    "marker_task_id",
     "parse_entry",
     "qualified_name",
+    "queued_root",
     "ran_unguarded",
+    "read_markers",
     "recipe_rows",
     "release_lock_async",
     "require_version",

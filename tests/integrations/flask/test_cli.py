@@ -58,7 +58,17 @@ def test_flask_zk_help_lists_the_commands(make_app: AppFactory) -> None:
     assert code == 0
     listed = re.findall(r"^  (\w+)  ", out.split("Commands:")[1], re.MULTILINE)
     # The zk-recipes commands, but no `server`.
-    assert listed == ["announce", "beat", "holders", "leader", "lock", "queue", "services", "status"]
+    assert listed == [
+        "announce",
+        "beat",
+        "dedup",
+        "holders",
+        "leader",
+        "lock",
+        "queue",
+        "services",
+        "status",
+    ]
     assert "--hosts" not in out
     assert "75 busy" in out
     code, out = _invoke(app, "lock", "--help")
