@@ -3,9 +3,11 @@
 Importing ``zk_recipes_celery`` changes nothing in Celery. ``install_once()``
 connects our signal handlers (worker set-up, prefork child start and
 shutdown, worker shutdown, beat start, task revoked) and wraps
-``celery.beat.Scheduler.apply_entry``, ``celery.beat.Service.sync`` and
+``celery.beat.Scheduler.apply_entry``, ``celery.beat.Service.sync``,
 ``celery.app.task.Task.apply_async`` (publish-time deduplication: one
-attribute read for a task without it), under a module lock with a
+attribute read for a task without it) and ``celery.app.control.Control.revoke``
+(clears the queued markers of revoked tasks: nothing for an app without a
+``unique_on_publish`` task), under a module lock with a
 done flag, so calling it again, from any thread, is harmless (sentry-python's
 ``setup_integrations`` and ``setup_once``). The hooks look up the app and its
 settings when they fire, so one installation serves every app of the process.
@@ -64,7 +66,7 @@ def install_once() -> None:
         for signal, handler, uid in _SIGNAL_HANDLERS:
             signal.connect(handler, weak=False, dispatch_uid=uid)
         _beat_gate.patch_scheduler()
-        _publish.patch_apply_async()  # a no-op for every task without unique_on_publish
+        _publish.patch_apply_async()  # and revoke: no-ops for apps without unique_on_publish
         _installed.set()
 
 

@@ -9,96 +9,96 @@ results. Off by default.
 
 Znodes::
 
-    <prefix>/queued/<task name>/<key>     PERSISTENT_WITH_TTL (ttl: publish_expiry)
-                                          CONTAINER parents; data: JSON {"id": the
-                                          queued task's id, "task", "host", "pid"}
+    <prefix>/queued/<task name>/<key>     PERSISTENT_WITH_TTL (ttl: publish_expiry) while
+                                          queued, EPHEMERAL of the worker's session once
+                                          its run starts; CONTAINER parents; data: JSON
+                                          {"id": the task's id, "task", "host", "pid", "since"}
 
 ``<key>`` is the run lock's (``_keys.key_segment``: the same arguments, the
 same hash). A TTL node where the server allows them
 (``zookeeper.extendedTypesEnabled=true``), so that a marker nobody clears
 goes by itself; else a PERSISTENT one, said once per process, which the
-next publish of its key replaces once expired (a key never published again
-keeps its node: ``zk-recipes`` shows none of them as holders, they are
-small, but they are there).
+next publish of its key replaces once expired. ``zk-recipes holders`` and
+the status pages show each marker (kind "celery queued") with its task id;
+``zk-recipes dedup list|clear`` lists and clears them.
 
 **Publish** (``Task.apply_async``, wrapped once per process by
 ``install_once``; an eager app publishes nothing and is left alone):
 
 1. create the marker with the new task id. Made: send the message; a send
    that raises deletes the marker again and raises.
-2. NodeExists: read it. The same task id (``self.retry()`` and
-   ``autoretry_for`` publish the retry under the running task's id): send,
-   the marker stays. Expired (``publish_expiry`` seconds past its last
-   write, by the server's clock against ours): deleted at the version read,
-   then 1 again. Otherwise a duplicate: no message.
+2. NodeExists: read it. The same task id: send, the marker stays.
+   Expired (a queued marker ``publish_expiry`` seconds past its last write,
+   by the server's clock against ours; a running one never expires, it
+   lives with its worker's session): deleted at the version read, then 1
+   again. Otherwise a duplicate: no message.
+3. A retry (``self.retry()``, ``autoretry_for``: a publish under the id of
+   the task running in this thread) is always sent, whatever the marker
+   names: a marker of another task (published after this one's expired or
+   was cleared) must not swallow it.
 
 One request for a first publish, two for a duplicate (create, read).
 
-**Cleared** when the task's run ends, whatever the end but a retry (which
-is queued again under the same id): returned, raised, skipped or refused
-by the run lock, before the run lock is let go, so a publish once the body
-has returned queues a new run. By ``task_revoked`` in the worker (revoked,
-terminated, or expired by its ``expires``). Only by a run of the marker's
-own task id: a get, then a delete at that version.
+**In the worker** (``_queued_marker``): the run binds the marker to its
+worker's session as it starts, keeps it on a retry, and clears it when it
+ends otherwise (returned, raised, skipped or refused by the run lock),
+after the run lock is let go. So a worker killed -9 takes the marker with
+its session, within the session timeout. ``task_revoked`` in the worker
+(revoked, terminated, or expired by its ``expires``) clears it; so does
+``revoke()`` (``app.control.revoke``, ``AsyncResult.revoke``, wrapped here):
+it reads the app's markers and clears those naming the revoked ids, so a
+task no worker holds (lost with its message, or whose worker is gone) stops
+blocking its key at once.
 
-**Expires** after ``publish_expiry`` seconds (default one hour) when nobody
+**Expires** after ``publish_expiry`` seconds in the queue when nobody
 clears it: a publisher killed between the marker and the send, a message
-the broker lost, a worker killed with -9 and no redelivery
-(``acks_late`` off). Until then, publishes of the key get the dead task's
-id, whose result never comes: set ``publish_expiry`` above the longest a
-task can wait in the queue plus run, and no longer. The server removes an
-expired TTL node at its next container check (``containerCheckIntervalMs``,
-60 s by default), and a publish that meets one past its bound replaces it.
+the broker lost, a worker killed before the run bound it. Until then,
+publishes of the key get that task's id, whose result never comes: set
+``publish_expiry`` above the longest a task can wait in the queue, and no
+longer. The server removes an expired TTL node at its next container check
+(``containerCheckIntervalMs``, 60 s by default), and a publish that meets
+one past its bound replaces it.
 
 **Where a duplicate can still be queued**: ZooKeeper unreachable at
 publish (the message is sent without a marker, logged and counted:
 deduplication saves work, it must not stop it); ``app.send_task`` and
 signatures sent by name (they never reach the task's ``apply_async``); a
-publish between a marker's expiry and a late run of its task; a run whose
-clearing failed (connection lost at its end) until the marker expires
-stops duplicates it should have let through. In every case the run lock
-still keeps two runs of one key from overlapping.
+publish once a queued marker expired; a retry waiting in the queue whose
+worker stopped meanwhile (the marker went with its session). In every case
+the run lock still keeps two runs of one key from overlapping.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
-import os
-import socket
-import threading
 import time
 import urllib.parse
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from celery.app.control import Control
 from celery.app.task import Task
 
-from zk_recipes import (
-    BadVersionError,
-    CreateMode,
-    NodeExistsError,
-    NoNodeError,
-    UnsupportedFeatureError,
-    ZkClient,
-    ZkRecipesError,
-)
+from zk_recipes import BadVersionError, NodeExistsError, NoNodeError, ZkClient, ZkRecipesError
+from zk_recipes.frameworks import clear_marker, marker_task_id, read_markers
 from zk_recipes_celery import _metrics
 from zk_recipes_celery._keys import key_segment
 from zk_recipes_celery._lifecycle import app_state
-from zk_recipes_celery._queued_marker import clear_marker, marker_task_id
-from zk_recipes_celery._singleton_run import SingletonOptions, options_of
+from zk_recipes_celery._queued_marker import create_marker, marker_data
+from zk_recipes_celery._singleton_options import SingletonOptions, options_of
 
 log = logging.getLogger("zk_recipes.celery.singleton")
 
 #: Tries at the marker when it keeps changing under us (cleared, expired, made again).
 _ATTEMPTS = 5
 
+#: How long a ``revoke()`` waits for this process's connection to clear markers (seconds).
+REVOKE_CONNECT_TIMEOUT = 5.0
+
 _patched = False
-_ttl_refused = threading.Event()  # the server refused a TTL node: PERSISTENT from now on
 
 
 class DuplicateTask(ZkRecipesError):
@@ -130,7 +130,7 @@ def key_fn(task: Any) -> Callable[..., Any]:
 
 
 def patch_apply_async() -> None:
-    """Wrap ``Task.apply_async`` once per process (called by ``install_once``, under its lock)."""
+    """Wrap ``Task.apply_async`` and ``Control.revoke`` once per process (``install_once``)."""
     global _patched
     if _patched:
         return
@@ -147,6 +147,17 @@ def patch_apply_async() -> None:
         return publish_once(self, found, tuple(args or ()), dict(kwargs or {}), task_id, send)
 
     Task.apply_async = apply_async
+    original_revoke = Control.revoke
+
+    @functools.wraps(original_revoke)
+    def revoke(self: Any, task_id: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return original_revoke(self, task_id, *args, **kwargs)
+        finally:
+            ids = [task_id] if isinstance(task_id, str) else list(task_id or ())
+            clear_revoked(self.app, [str(i) for i in ids])
+
+    Control.revoke = revoke
     _patched = True
 
 
@@ -180,6 +191,16 @@ def publish_once(
     if not marked:
         log.warning("the queued marker %s is not ours: not deduplicated", path)
         return send(task_id=new_id)
+    if _is_retry(task, task_id):
+        log.info(
+            "singleton %s: retry of task %s sent; the queued marker %s names task %s, "
+            "published after this one's marker was gone",
+            task.name,
+            task_id,
+            path,
+            marked,
+        )
+        return send(task_id=new_id)
     _metrics.count("publish_deduplicated", task=task.name)
     if options.raise_on_duplicate:
         raise DuplicateTask(
@@ -188,6 +209,16 @@ def publish_once(
             marked,
         )
     return task.AsyncResult(marked)
+
+
+def _is_retry(task: Any, task_id: str | None) -> bool:
+    """Whether this publish is a retry: under the id of the task this thread is running."""
+    request = getattr(task, "request", None)
+    return (
+        task_id is not None
+        and getattr(request, "id", None) == task_id
+        and not getattr(request, "called_directly", True)
+    )
 
 
 def _mark(client: ZkClient, path: str, task: str, task_id: str, expiry: float) -> int | str:
@@ -217,33 +248,20 @@ def _send_or_undo(
 
 
 def _create(client: ZkClient, path: str, task: str, task_id: str, expiry: float) -> int:
-    data = json.dumps(
-        {"id": task_id, "task": task, "host": socket.gethostname(), "pid": os.getpid()},
-        separators=(",", ":"),
-    ).encode()
-    if not _ttl_refused.is_set():
-        try:
-            made = client.create(
-                path, data, mode=CreateMode.PERSISTENT_WITH_TTL, ttl=expiry, parents=True
-            )
-            return made.stat.version
-        except UnsupportedFeatureError:
-            _ttl_refused.set()
-            log.warning(
-                "the ZooKeeper server refuses TTL nodes (zookeeper.extendedTypesEnabled is not "
-                "true): queued markers are PERSISTENT, replaced by the next publish of their key "
-                "once expired"
-            )
-    return client.create(path, data, parents=True).stat.version
+    return create_marker(client, path, marker_data(task, task_id), expiry)
 
 
 def _queued(client: ZkClient, path: str, expiry: float) -> str | None:
-    """The task id the marker names; None when it is gone, or expired (then deleted)."""
+    """The task id the marker names; None when it is gone, or expired (then deleted).
+
+    A marker bound to a worker's session (its run started) does not expire: it
+    goes with that session.
+    """
     try:
         data, stat = client.get(path)
     except NoNodeError:
         return None
-    if time.time() - stat.mtime / 1000.0 > expiry:
+    if not stat.ephemeral_owner and time.time() - stat.mtime / 1000.0 > expiry:
         with contextlib.suppress(NoNodeError, BadVersionError):  # cleared or replaced meanwhile
             client.delete(path, version=stat.version)
         return None
@@ -266,4 +284,35 @@ def on_task_revoked(sender: Any = None, request: Any = None, **_: Any) -> None:
             "the queued marker of revoked task %s stays until it expires (%s)", task_id, exc
         )
         return
-    clear_marker(client, path, task_id)
+    with contextlib.suppress(ZkRecipesError):  # its run, or the revoke() call, clears it
+        clear_marker(client, path, task_id)
+
+
+def clear_revoked(app: Any, task_ids: list[str]) -> None:
+    """After ``revoke()``: clear the markers naming ``task_ids`` (any task of ``app``).
+
+    Only for an app with a ``unique_on_publish`` task registered. It reads
+    every marker of the app (a listing per task name, a read per marker), so a
+    task no worker will ever see revoked (its message lost, its worker gone)
+    stops blocking its key now. Never raises: a revoke must not fail for this.
+    """
+    if not task_ids or not any(
+        (found := options_of(task)) is not None and found.unique_on_publish
+        for task in list(app.tasks.values())
+    ):
+        return
+    try:
+        state = app_state(app)
+        client = state.process_client.get(REVOKE_CONNECT_TIMEOUT)
+        for marker in read_markers(client, state.config.queued_root, task_ids=set(task_ids)):
+            if clear_marker(client, marker.path, marker.task_id):
+                log.info(
+                    "revoke: cleared the queued marker %s of task %s", marker.path, marker.task_id
+                )
+    except ZkRecipesError as exc:
+        log.warning(
+            "revoke: the queued markers of %s stay until their runs clear them or they expire "
+            "(%s); zk-recipes dedup clear TASK_ID clears one",
+            ", ".join(task_ids),
+            exc,
+        )

@@ -45,15 +45,13 @@ from zk_recipes import ConfigurationError, RecipeUsageError
 from zk_recipes_celery._abort import in_body
 from zk_recipes_celery._hooks import install_once
 from zk_recipes_celery._keys import KeySpec, check_key_names
-from zk_recipes_celery._singleton_run import (
+from zk_recipes_celery._singleton_options import (
     MARK,
     ConflictPolicy,
     LostPolicy,
     SingletonOptions,
-    SingletonRun,
-    current_singleton,
-    run_guarded,
 )
+from zk_recipes_celery._singleton_run import SingletonRun, current_singleton, run_guarded
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import dataclasses
 import logging
 import random
 import urllib.parse
 from collections.abc import Callable
-from typing import Any, Literal, get_args
+from typing import Any
 
 from celery.exceptions import Retry
 
 from zk_recipes import (
-    ConfigurationError,
     Lock,
     LockTimeout,
     Owner,
@@ -32,19 +30,12 @@ from zk_recipes import (
 )
 from zk_recipes_celery import _metrics
 from zk_recipes_celery._abort import Interrupter, disarm_for_cleanup, pending
-from zk_recipes_celery._keys import KeySpec, key_segment
+from zk_recipes_celery._keys import key_segment
 from zk_recipes_celery._lifecycle import app_state
-from zk_recipes_celery._queued_marker import QueuedMarker
+from zk_recipes_celery._queued_marker import RunMarker
+from zk_recipes_celery._singleton_options import SingletonOptions
 
 log = logging.getLogger("zk_recipes.celery.singleton")
-
-#: What a run does when another run holds its key (see ``_singleton``).
-ConflictPolicy = Literal["skip", "wait", "retry", "raise"]
-#: What a run does when its lock is lost with the session: set ``lost``, or abort.
-LostPolicy = Literal["flag", "abort"]
-#: The same, for the check of untyped callers' values.
-CONFLICT_POLICIES: tuple[str, ...] = get_args(ConflictPolicy)
-LOST_POLICIES: tuple[str, ...] = get_args(LostPolicy)
 
 
 class SingletonBusy(LockTimeout):
@@ -58,100 +49,6 @@ class SingletonBusy(LockTimeout):
         super().__init__(message)
         #: Who holds the key (an empty Owner when it could not be read).
         self.holder = holder if holder is not None else Owner()
-
-
-@dataclasses.dataclass(frozen=True)
-class SingletonOptions:
-    """How a singleton task locks; checked once, when the task is defined.
-
-    The one place the options' defaults are written: ``@singleton_task(...)``
-    and ``SingletonTask``'s ``singleton_<option>`` attributes pass only what the
-    user gave.
-    """
-
-    key: KeySpec = None
-    on_conflict: ConflictPolicy = "skip"
-    wait_timeout: float = 60.0
-    retry_countdown: float = 5.0
-    max_retries: int | None = None
-    skip_result: Any = None
-    on_lost: LostPolicy = "flag"
-    redelivery_wait: float | None = None
-    #: Publish-time deduplication (``_publish``): a second publish of a queued or running
-    #: key sends nothing and returns the first task's AsyncResult.
-    unique_on_publish: bool = False
-    #: With ``unique_on_publish``: raise ``DuplicateTask`` instead of returning that result.
-    raise_on_duplicate: bool = False
-    #: With ``unique_on_publish``: seconds after which a marker nobody cleared stops counting.
-    publish_expiry: float = 3600.0
-
-    @classmethod
-    def from_options(cls, where: str, options: dict[str, Any]) -> SingletonOptions:
-        """Build from keyword options; an unknown name is a ConfigurationError naming ``where``."""
-        unknown = sorted(set(options) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise ConfigurationError(
-                f"{where}: unknown option(s) {unknown}; the options are "
-                f"{[f.name for f in dataclasses.fields(cls)]}"
-            )
-        return cls(**options)
-
-    def __post_init__(self) -> None:
-        # Literal types catch typos at the call site under mypy; untyped callers get this.
-        on_conflict: object = self.on_conflict
-        if on_conflict not in CONFLICT_POLICIES:
-            raise ConfigurationError(
-                f"on_conflict must be one of {CONFLICT_POLICIES}, got {on_conflict!r}"
-            )
-        on_lost: object = self.on_lost
-        if on_lost not in LOST_POLICIES:
-            raise ConfigurationError(f"on_lost must be one of {LOST_POLICIES}, got {on_lost!r}")
-        for name in ("wait_timeout", "retry_countdown"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ConfigurationError(f"{name} must be seconds >= 0, got {value!r}")
-        if self.redelivery_wait is not None and not (
-            isinstance(self.redelivery_wait, (int, float)) and self.redelivery_wait >= 0
-        ):
-            raise ConfigurationError(
-                f"redelivery_wait must be seconds >= 0 or None, got {self.redelivery_wait!r}"
-            )
-        for name in ("unique_on_publish", "raise_on_duplicate"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigurationError(
-                    f"{name} must be True or False, got {getattr(self, name)!r}"
-                )
-        expiry = self.publish_expiry
-        if isinstance(expiry, bool) or not isinstance(expiry, (int, float)) or not expiry > 0:
-            raise ConfigurationError(f"publish_expiry must be seconds > 0, got {expiry!r}")
-        if self.raise_on_duplicate and not self.unique_on_publish:
-            raise ConfigurationError(
-                "raise_on_duplicate=True needs unique_on_publish=True: without it nothing is "
-                "deduplicated at publish"
-            )
-        key = self.key
-        if (key is not None and not callable(key)) and (
-            isinstance(key, str) or not all(isinstance(k, str) for k in key)
-        ):
-            raise ConfigurationError(
-                f"key must be a list of argument names or a callable, got {key!r} "
-                "(for one argument write key=['name'])"
-            )
-
-
-#: The attribute ``@singleton_task`` sets on the task body: its ``SingletonOptions``.
-MARK = "__zk_recipes_singleton__"
-
-
-def options_of(task: Any) -> SingletonOptions | None:
-    """The singleton options of ``task`` (either front door), or None for another task."""
-    for attr in ("_orig_run", "run"):
-        fn = getattr(task, attr, None)
-        found = getattr(getattr(fn, "__func__", fn), MARK, None)
-        if isinstance(found, SingletonOptions):
-            return found
-    of_class = getattr(task, "_singleton_publish_options", None)
-    return of_class() if callable(of_class) else None
 
 
 class SingletonRun:
@@ -238,7 +135,8 @@ def run_guarded(
     client = state.process_client.get()
     queued = None
     if options.unique_on_publish and task_id is not None and not direct:
-        queued = QueuedMarker(client, f"{config.queued_root}/{name_segment}/{key}", task_id)
+        marker = f"{config.queued_root}/{name_segment}/{key}"
+        queued = RunMarker(client, marker, task.name, task_id)
     try:
         return _guarded(task, options, client, path, task_id, direct, call, queued)
     except Retry:
@@ -258,24 +156,41 @@ def _guarded(
     task_id: str | None,
     direct: bool,
     call: Callable[[], Any],
-    queued: QueuedMarker | None,
+    queued: RunMarker | None,
 ) -> Any:
     """Take the lock, or apply the conflict policy; then run ``call()`` holding it."""
     config = app_state(task.app).config
+    # Ours: the queued marker names this run (bound to this worker's session from now on).
+    ours = queued is not None and queued.bind()
     lock = Lock(client, path, identifier=task_id)
     acquired = lock.acquire(blocking=False)
     holder: Owner | None = None
     if not acquired:
         holder = _holder(lock)
+        wait = options.redelivery_wait
+        if wait is None:
+            wait = 2 * config.client.session_timeout + 1.0
         if task_id is not None and holder is not None and holder.id == task_id:
             # The same task id holds it: a redelivery after its worker died (the dead
             # session expires soon), or a retry published before our last attempt let go.
-            wait = options.redelivery_wait
-            if wait is None:
-                wait = 2 * config.client.session_timeout + 1.0
             log.info(
                 "singleton %s: task %s is redelivered while its earlier run still holds %s; "
                 "waiting up to %.1fs for that run's session to end",
+                task.name,
+                task_id,
+                path,
+                wait,
+            )
+            acquired = lock.acquire(timeout=wait)
+            holder = None if acquired else _holder(lock)
+        elif ours and options.on_conflict != "wait":
+            # Our marker names us, so the holder's was gone when we were published: that
+            # run had ended its body (its lock node outlives it for a release's round
+            # trip, or until the reconnect when the release met a blip), or it had no
+            # marker. Accepted at publish, this run must not be skipped for it.
+            log.info(
+                "singleton %s: task %s was published after the run holding %s ended its "
+                "body; waiting up to %.1fs for its lock to go",
                 task.name,
                 task_id,
                 path,
@@ -342,12 +257,14 @@ def _run_holding(
     path: str,
     task_id: str | None,
     call: Callable[[], Any],
-    queued: QueuedMarker | None = None,
+    queued: RunMarker | None = None,
 ) -> Any:
     """Run ``call()`` (which reaches the body through ``_abort.in_body``), then release.
 
-    The queued marker (publish-time deduplication) is cleared before the lock
-    is let go: a publish once the body has returned queues a new run.
+    The queued marker (publish-time deduplication) is cleared after the lock
+    is let go: a publish while it is there gets this run's result; one once
+    it is gone queues a new run, which finds the lock free (or, when the lock
+    node outlives the release, waits for it: ``_guarded``).
     """
     run = SingletonRun(lock, task_id, path)
     interrupter = None
@@ -380,6 +297,8 @@ def _run_holding(
                 path,
                 task_id,
             )
-        if queued is not None:
-            queued.clear()
-        lock.release()
+        try:
+            lock.release()
+        finally:
+            if queued is not None:
+                queued.clear()

@@ -10,7 +10,7 @@ import sys
 
 from celery import Celery
 
-from zk_recipes import LeaderLatch, Lock, holders
+from zk_recipes import CreateMode, LeaderLatch, Lock, holders
 from zk_recipes.testing.pytest_plugin import ClientFactory
 from zk_recipes_celery import read_config
 
@@ -63,3 +63,37 @@ def test_singleton_and_beat_nodes_are_reported_as_celery_kinds(
     finally:
         beat.close()
         singleton.release()
+
+
+def test_queued_markers_and_invalid_beat_entries_are_shown_with_their_ids(
+    zk_client_factory: ClientFactory, zk_hosts: str, zk_namespace: str
+) -> None:
+    app = Celery("proj", set_as_current=False)
+    app.conf.zk_recipes_hosts = zk_hosts
+    config = read_config(app.conf, app_name=app.main)
+    client = zk_client_factory()
+    queued = f"{config.queued_root}/proj.report/abc123"
+    marker = {"id": TASK_ID, "task": "proj.report", "host": HOST, "pid": PID, "since": 1.5}
+    client.create(queued, json.dumps(marker).encode(), parents=True)
+    running = f"{config.queued_root}/proj.report/def456"
+    client.create(running, json.dumps({"id": "t2"}).encode(), mode=CreateMode.EPHEMERAL)
+    entries = f"{config.prefix}/schedule/proj/entries"
+    good = {"task": "proj.tick", "schedule": {"every": 5}}
+    bad = {"task": "proj.tick", "schedule": {"crontab": {"hour": "25"}}}
+    client.create(f"{entries}/good", json.dumps(good).encode(), parents=True)
+    client.create(f"{entries}/bad", json.dumps(bad).encode())
+
+    report = {r.path: r for r in holders(client, config.prefix)}
+    assert [(path, r.kind) for path, r in report.items()] == [
+        (queued, "celery queued"),
+        (running, "celery queued"),
+        (f"{entries}/bad", "celery beat entry (invalid)"),
+    ]
+    [waiting] = report[queued].holders
+    assert (waiting.identifier, waiting.owner.host, waiting.owner.pid) == (TASK_ID, HOST, PID)
+    assert (waiting.session_id, waiting.since) == (0, 1.5)
+    [started] = report[running].holders
+    assert (started.identifier, started.session_id) == ("t2", client.session_id)
+    [invalid] = report[f"{entries}/bad"].holders
+    assert invalid.identifier is not None
+    assert invalid.identifier.startswith("invalid: crontab hour '25': 25 is above 23")

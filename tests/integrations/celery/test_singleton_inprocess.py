@@ -506,7 +506,7 @@ def test_key_names_caught_by_var_kwargs(app: Celery) -> None:
 
 
 def test_singleton_task_attributes_change_only_the_options_they_name(app: Celery) -> None:
-    from zk_recipes_celery._singleton_run import SingletonOptions
+    from zk_recipes_celery._singleton_options import SingletonOptions
 
     @app.task(
         name="t.attrs", base=SingletonTask, singleton_on_conflict="raise", singleton_wait_timeout=3
