@@ -625,10 +625,24 @@ def test_a_timeout_given_as_acquires_first_argument_is_refused(zk_client: ZkClie
 def test_a_kazoo_client_given_to_a_recipe_says_to_use_a_zkclient() -> None:
     from kazoo.client import KazooClient
 
-    from zk_recipes import DistributedQueue, ServiceDiscovery, WrongTypeError
+    from zk_recipes import (
+        ChildrenCache,
+        DistributedQueue,
+        NodeCache,
+        ServiceDiscovery,
+        TreeCache,
+        WrongTypeError,
+    )
 
     kazoo_client = KazooClient("127.0.0.1:2181")
-    makers: list[Callable[..., object]] = [Lock, DistributedQueue, ServiceDiscovery]
+    makers: list[Callable[..., object]] = [
+        Lock,
+        DistributedQueue,
+        ServiceDiscovery,
+        TreeCache,
+        ChildrenCache,
+        NodeCache,
+    ]
     for make in makers:
         with pytest.raises(WrongTypeError, match="got kazoo's KazooClient: a ZkClient makes"):
             make(kazoo_client, "/x")

@@ -474,3 +474,16 @@ def test_every_metric_is_documented() -> None:
         assert kind in text
         for label in labels:
             assert f"`{label}`" in text
+
+
+def test_an_app_without_logging_set_up_gets_no_warning_on_stderr() -> None:
+    """The ``zk_recipes`` logger has a NullHandler: Python's last-resort handler stays quiet."""
+    import subprocess
+    import sys
+
+    program = (
+        "import logging, zk_recipes\n"
+        "logging.getLogger('zk_recipes.client').warning('ZooKeeper state SUSPENDED')\n"
+    )
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert (run.returncode, run.stderr) == (0, "")

@@ -11,6 +11,14 @@ zkCli print them. The list is in docs/operations.md.
 
 from __future__ import annotations
 
+import logging
+
+# A library adds a NullHandler to its top logger (the logging HOWTO): in an app
+# that set up no logging, our WARNING lines (a SUSPENDED connection, say) would
+# otherwise be printed on stderr by Python's last-resort handler. Configure
+# ``zk_recipes`` (or the root logger) to see them.
+logging.getLogger("zk_recipes").addHandler(logging.NullHandler())
+
 
 def fields(event: str, **values: object) -> dict[str, object]:
     """``extra=`` for a record about ``event``; values that are None are left out."""

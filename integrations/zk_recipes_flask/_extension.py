@@ -32,7 +32,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Literal, ParamSpec, TypeVar, overload
 
-from flask import Blueprint, Flask
+from flask import Blueprint, Flask, has_app_context
 
 from zk_recipes import (
     SETTINGS,
@@ -134,7 +134,7 @@ class ZkRecipes:
         ``post_worker_init`` (``zk_recipes_flask.gunicorn``), or after
         ``create_app`` in the serving process.
         """
-        state = self.state(app)
+        state = self.state(app, call="announce")
         if state.announcement is None:
             raise RecipeUsageError(
                 "no service to announce: set ZK_RECIPES_SERVICE = "
@@ -266,9 +266,18 @@ class ZkRecipes:
             )
         return _status.status_blueprint(self.state, name)
 
-    def state(self, app: Flask | None = None) -> AppState:
-        """The app's state (default: ``current_app``'s); a fix-it error without ``init_app``."""
-        return state_of(app, extension=self)
+    def state(self, app: Flask | None = None, *, call: str = "get_client") -> AppState:
+        """The app's state: ``app``'s, else ``current_app``'s, else the one app served.
+
+        Outside an app context, an extension made for one app (``ZkRecipes(app)``
+        or one ``init_app``) uses that app, so ``zk.announce()`` after
+        ``create_app`` works; with several, the error names the call to make.
+        """
+        if app is None and not has_app_context():
+            served = list(self._apps)
+            if len(served) == 1:
+                app = served[0]
+        return state_of(app, extension=self, call=call)
 
 
 def close_all() -> None:

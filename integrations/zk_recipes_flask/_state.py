@@ -34,17 +34,20 @@ class AppState:
     announcement: Announcement | None = None
 
 
-def state_of(app: Flask | None = None, *, extension: object = None) -> AppState:
+def state_of(
+    app: Flask | None = None, *, extension: object = None, call: str = "get_client"
+) -> AppState:
     """The state of ``app`` (default: ``current_app``); a fix-it error without one.
 
     With ``extension``, the state must also be that extension's: an app
     initialised by another ``ZkRecipes`` instance is refused, naming the fix.
+    ``call`` is the method the caller was called as, for the hint.
     """
     if app is None:
         if not has_app_context():
             raise RecipeUsageError(
-                "no app context: use zk.client inside a request, a CLI command or "
-                "`with app.app_context():`, or pass the app: zk.get_client(app)"
+                f"no app context: call zk.{call}() inside a request, a CLI command or "
+                f"`with app.app_context():`, or pass the app: zk.{call}(app)"
             )
         app = current_app._get_current_object()  # type: ignore[attr-defined]
     state = app.extensions.get(EXTENSION_KEY)

@@ -74,6 +74,7 @@ from zk_recipes._errors import (
     ZkRecipesError,
     ZkTimeoutError,
 )
+from zk_recipes._internals.args import require_client
 from zk_recipes._types import ZnodeStat
 
 log = logging.getLogger("zk_recipes.cache")
@@ -102,7 +103,7 @@ class CacheEngine(Walks):
         max_nodes: int | None = None,
         name: str = "cache",
     ) -> None:
-        self.client = client
+        self.client = require_client(client, name)
         self.root = _paths.validate_path(root, what="the cache's root")
         self._recursive = recursive
         self._max_depth = max_depth

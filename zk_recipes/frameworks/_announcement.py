@@ -19,6 +19,15 @@ one object (``Announcement``):
   the number of workers).
 - A session that ends is followed by the ServiceDiscovery itself: the
   instance is registered again with the next session.
+- **SIGTERM withdraws.** A process whose SIGTERM does what it does by default
+  (dies at once: ``flask run``, ``runserver --noreload``, a plain script)
+  would leave its instance registered until its session expires. When an
+  announcement starts on the main thread of such a process, SIGTERM first
+  withdraws this process's instances (bounded to a second), then kills the
+  process as before. A server with a SIGTERM handler of its own (gunicorn,
+  uvicorn, Celery) is left alone: its shutdown hooks withdraw. Under a dev
+  server's auto-reloader the parent kills its serving child with SIGKILL,
+  which nothing can catch: the instance then stays for the session timeout.
 """
 
 from __future__ import annotations
@@ -29,8 +38,10 @@ import dataclasses
 import json
 import logging
 import os
+import signal
 import socket
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -52,6 +63,10 @@ log = logging.getLogger("zk_recipes.frameworks")
 #: Seconds between two tries while ZooKeeper is unreachable (or another process holds
 #: the host's instance, with PER_HOST).
 RETRY = 1.0
+#: The announcements started in this process (withdrawn on SIGTERM, see the module note).
+_started: weakref.WeakSet[Announcement] = weakref.WeakSet()
+#: Seconds SIGTERM waits for the withdrawals before the process dies of it.
+SIGTERM_WITHDRAW = 1.0
 _KEYS = {
     "name",
     "port",
@@ -186,6 +201,8 @@ class Announcement:
             )
             self._thread.start()
         atexit.register(self.stop)
+        _started.add(self)
+        _withdraw_on_sigterm()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Unregister now (the node is deleted); idempotent."""
@@ -210,9 +227,15 @@ class Announcement:
                 client = self._client_source()
                 discovery = ServiceDiscovery(client, self.spec.base_path).start()
                 discovery.register(instance)
-            except NodeExistsError:
+            except NodeExistsError as exc:
                 if not self.spec.per_host:
-                    log.error("not registering %s: %s", self.spec.name, instance.id)
+                    log.error(
+                        "not registering %s/%s: %s. Give each process its own ID (or none: a "
+                        "random one), or set PER_HOST for one instance per host",
+                        self.spec.name,
+                        instance.id,
+                        exc,
+                    )
                     return
                 # Another process of this host has it: stand by until its node goes.
                 stop.wait(RETRY)
@@ -240,3 +263,30 @@ class Announcement:
             log.info("registered %s/%s in %s", instance.name, instance.id, self.spec.base_path)
             self.registered.set()
             return
+
+
+def _withdraw_on_sigterm() -> None:
+    """Make SIGTERM withdraw this process's instances first, where it would kill at once.
+
+    Only from the main thread (the only one that may set a handler), and only
+    over SIGTERM's default action: a server's own handler runs its shutdown
+    hooks, which withdraw.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        def withdraw() -> None:
+            for announcement in list(_started):
+                announcement.stop(SIGTERM_WITHDRAW)
+
+        withdrawing = threading.Thread(target=withdraw, name="zk-recipes withdraw on SIGTERM")
+        withdrawing.daemon = True
+        withdrawing.start()
+        withdrawing.join(SIGTERM_WITHDRAW)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)  # and die of it, as before
+
+    signal.signal(signal.SIGTERM, on_sigterm)

@@ -49,6 +49,26 @@ def test_announce_registers_in_the_background_and_close_withdraws(
     assert zk_client.exists("/services/shop/w1") is None
 
 
+def test_announce_as_the_page_writes_it_needs_no_app_context(
+    zk_hosts: str, zk_namespace: str, zk_client: ZkClient
+) -> None:
+    """``zk = ZkRecipes(app)`` then ``zk.announce()`` where the process serves: the one app
+    the extension serves is the one announced (it raised "no app context" before)."""
+    app = _app(zk_hosts, zk_namespace, ZK_RECIPES_SERVICE={"NAME": "shop", "ID": "w2"})
+    zk = ZkRecipes(app)
+    announcement = zk.announce()
+    assert announcement.registered.wait(10)
+    assert zk_client.exists("/services/shop/w2") is not None
+    zk.close()
+    assert zk_client.exists("/services/shop/w2") is None
+    two = ZkRecipes()
+    two.init_app(_app(zk_hosts, zk_namespace))
+    two.init_app(_app(zk_hosts, zk_namespace))
+    with pytest.raises(RecipeUsageError, match=r"pass the app: zk\.announce\(app\)"):
+        two.announce()
+    close_all()
+
+
 def test_the_config_key_and_bad_values(zk_hosts: str, zk_namespace: str) -> None:
     app = _app(zk_hosts, zk_namespace, ZK_RECIPES_SERVICE={"NAME": "shop", "PORT": 1})
     zk = ZkRecipes(app)
@@ -104,3 +124,45 @@ def test_gunicorn_workers_announce_while_serving_and_withdraw_at_shutdown(
             server.kill()
         _, err = server.communicate()
         assert "Traceback" not in err, err
+
+
+_FLASK_RUN = """
+import sys
+from flask import Flask
+from zk_recipes_flask import ZkRecipes
+
+app = Flask("shop")
+app.config.update(
+    ZK_RECIPES_HOSTS=sys.argv[1],
+    ZK_RECIPES_NAMESPACE=sys.argv[2],
+    ZK_RECIPES_SESSION_TIMEOUT=20,  # gone at once means withdrawn, not expired
+    ZK_RECIPES_SERVICE={"NAME": "shop", "ID": "dev", "PORT": int(sys.argv[3])},
+)
+zk = ZkRecipes(app)
+zk.announce()  # as the page writes it, where the process serves
+app.run(port=int(sys.argv[3]))  # the dev server `flask run` starts, no reloader
+"""
+
+
+def test_sigterm_to_the_dev_server_withdraws_its_instance_at_once(
+    zk_hosts: str, zk_namespace: str, zk_client: ZkClient
+) -> None:
+    """``flask run`` dies of SIGTERM at once: its instance stayed for the session timeout."""
+    (port,) = free_ports(1)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "integrations")]))
+    server = subprocess.Popen(
+        [sys.executable, "-c", _FLASK_RUN, zk_hosts, zk_namespace, str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: zk_client.exists("/services/shop/dev") is not None, "registered", 20)
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=10) == -signal.SIGTERM  # still dies of SIGTERM
+        assert zk_client.exists("/services/shop/dev") is None  # withdrawn before it died
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.communicate()
