@@ -196,3 +196,31 @@ def test_static_instances_left_by_a_close_while_disconnected_are_named(
     assert "/services/api/st" in caplog.text
     assert observer.exists("/services/api/st") is not None  # left: someone must delete it
     observer.delete("/services/api/st")
+
+
+def test_a_registration_waiting_for_the_server_holds_up_nothing_else(
+    zk_client_factory: ClientFactory, proxied: TcpProxy
+) -> None:
+    """The discovery's lock is never held across a request: a register() waiting out a cut
+    leaves registered(), update() and unregister() of other instances free."""
+    client = zk_client_factory(hosts=proxied.connect_string, session_timeout=10.0)
+    discovery = ServiceDiscovery(client).start()
+    discovery.register(_instance("r0"))
+    proxied.cut()
+    wait_until(lambda: not client.state or not client.state.is_connected, "disconnected")
+    waiting = threading.Thread(target=discovery.register, args=(_instance("r1"),))
+    waiting.start()
+    answered = threading.Event()
+
+    def meanwhile() -> None:
+        assert [i.id for i in discovery.registered()] == ["r0"]
+        discovery.unregister(_instance("r0"))  # queued: the connection is down
+        answered.set()
+
+    threading.Thread(target=meanwhile).start()
+    assert answered.wait(10)
+    assert waiting.is_alive()  # still waiting for the server
+    proxied.heal()
+    waiting.join(20)
+    assert [i.id for i in discovery.registered()] == ["r1"]
+    discovery.close()

@@ -33,8 +33,9 @@ write is not sent, and the instance is registered again on the new session).
 A delete left pending by a disconnection deletes only the node it was asked
 about (its ``czxid`` and the version we wrote): an instance registered again
 meanwhile on the same session takes its node back, and the pending delete is
-dropped (review 3, D1). State changes are handled outside the object's lock,
-so ``register``/``update``/``unregister`` never wait behind a flapping
+dropped (review 3, D1). The object's lock is never held across a
+request: state changes and registrations make theirs outside it, so
+``register``/``update``/``unregister`` never wait behind a flapping
 connection's retries.
 """
 
@@ -86,6 +87,8 @@ class ServiceDiscovery:
         self._lock = threading.RLock()
         self._registered: dict[tuple[str, str], Registration] = {}
         self._registrar = Registrar(self.client, self.base_path, _taken)
+        #: Registrations whose requests are under way (outside the lock).
+        self._registering: set[tuple[str, str]] = set()
         self._started = False
         self._closed = False
 
@@ -140,13 +143,26 @@ class ServiceDiscovery:
         )
         key = (instance.name, instance.id)
         with self._lock:
-            if key in self._registered:
+            if key in self._registered or key in self._registering:
                 raise RecipeUsageError(
                     f"instance {instance.id} of {instance.name} is registered already: "
                     "update() it, or unregister() it first"
                 )
+            self._registering.add(key)
+        try:  # the requests (retried while the connection flaps) outside the lock
             registration = self._registrar.create(instance)
-            self._registered[key] = registration
+        except BaseException:
+            with self._lock:
+                self._registering.discard(key)
+            raise
+        with self._lock:
+            self._registering.discard(key)
+            closed = self._closed
+            if not closed:
+                self._registered[key] = registration
+        if closed:
+            self._registrar.delete(registration)
+            raise RecipeUsageError("this ServiceDiscovery was closed while it registered")
         _metrics.count("zk_recipes_service_registrations_total", service=instance.name)
         log.info("registered %s/%s at %s", instance.name, instance.id, registration.path)
         return instance
