@@ -104,13 +104,16 @@ def check_queues(
     writes, final = _load(db_path)
     puts: dict[str, str] = {}  # item -> outcome of its put
     put_calls: Counter[str] = Counter()
+    errors_raised_at: Counter[str] = Counter()  # the put's error and where it was raised
     multi = 0
     deliveries: dict[str, Delivery] = {}
     unmatched_reports = 0
     for event in events:
         if event.kind == "put":
             outcome, _, ids = event.detail.partition(" ")
-            put_calls[outcome] += 1
+            put_calls[outcome.split("@")[0]] += 1
+            if outcome.startswith("error"):
+                errors_raised_at[outcome] += 1
             items = ids.split(",")
             multi += len(items) > 1
             for item in items:
@@ -241,6 +244,9 @@ def check_queues(
         "poison_not_dead_once": len(poison_bad),
         "poison_not_dead_once_examples": poison_bad[:_EXAMPLES],
         "puts_failed_but_applied": len(applied_after_error),
+        "puts_failed_but_applied_examples": [
+            f"{item}: {puts[item]}" for item in applied_after_error[:_EXAMPLES]
+        ],
         "stale_writes_accepted": stale,
         "committed_not_fenced_last": len(not_last),
         "committed_not_fenced_last_examples": not_last[:_EXAMPLES],
@@ -248,6 +254,7 @@ def check_queues(
         "writes_after_newer_claim_unwarned_examples": unwarned[:_EXAMPLES],
         # At work:
         "puts": dict(sorted(put_calls.items())),
+        "put_errors_raised_at": dict(sorted(errors_raised_at.items())),
         "put_multi_nodes": multi,
         "items_put": len(ok),
         "items_put_unknown": sum(1 for o in puts.values() if o == "unknown"),

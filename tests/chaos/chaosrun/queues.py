@@ -249,9 +249,20 @@ class QueueWork:
         except TransactionOutcomeUnknown:
             outcome = "unknown"
         except ZkRecipesError as exc:
-            outcome = f"error:{type(exc).__name__}"
+            outcome = f"error:{type(exc).__name__}@{_raised_at(exc)}"
             self._stop.wait(0.1)  # the connection is down: do not spin
         self._events.record("put", path=queue.path, detail=f"{outcome} {ids}")
+
+
+def _raised_at(exc: BaseException) -> str:
+    """Where in the library an error was raised (``module.py:line``): which step of a put."""
+    where, frame = "?", exc.__traceback__
+    while frame is not None:
+        code = frame.tb_frame.f_code
+        if "zk_recipes" in code.co_filename:
+            where = f"{os.path.basename(code.co_filename)}:{frame.tb_lineno}"
+        frame = frame.tb_next
+    return where
 
 
 # -- the parent's side ------------------------------------------------------------------
