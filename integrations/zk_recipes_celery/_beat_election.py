@@ -57,6 +57,9 @@ class BeatElection:
         self._closed = threading.Event()
         self._decided = False
         self._last_leader: str | None = None
+        #: How many times this beat became the leader (a term: the gate starts each from
+        #: ZooKeeper's record of the sends, see beat.LeaderGate).
+        self.terms = 0
         #: The process that made this election: after a fork it belongs to the parent.
         self.pid = os.getpid()
         self.identifier = f"{socket.gethostname()}:{os.getpid()}"
@@ -88,7 +91,7 @@ class BeatElection:
                 client = self._state.process_client.available()
                 path = self._state.config.beat_path
                 latch = LeaderLatch(client, path, self.identifier)
-                latch.add_listener(_RoleLogger(path, self.identifier))
+                latch.add_listener(_RoleLogger(path, self.identifier, self))
                 with self._lock:
                     if self._closed.is_set():
                         return
@@ -143,6 +146,13 @@ class BeatElection:
         self._last_leader = leader.id
         return BeatRole.STANDBY
 
+    def leading_term(self) -> int | None:
+        """This beat's term while it leads and is connected, else None; no request."""
+        latch = self._latch
+        if latch is None or self._closed.is_set() or latch.client.state not in _CONNECTED:
+            return None
+        return self.terms if latch.has_leadership() else None
+
     def may_publish(self, wait: float = DECIDE_WAIT) -> bool:
         """True only if we lead and are CONNECTED now.
 
@@ -176,11 +186,13 @@ class BeatElection:
 
 
 class _RoleLogger:
-    def __init__(self, path: str, identifier: str) -> None:
+    def __init__(self, path: str, identifier: str, election: BeatElection) -> None:
         self._path = path
         self._identifier = identifier
+        self._election = election
 
     def is_leader(self) -> None:
+        self._election.terms += 1
         log.info(
             "beat %s is now the leader of %s: sending due entries", self._identifier, self._path
         )

@@ -18,7 +18,15 @@ Two ways, sharing one election per beat process (``_beat_election``):
   (default PersistentScheduler; django-celery-beat's DatabaseScheduler
   works too). Standbys keep ticking: due entries are reserved (their
   ``last_run_at`` advances) but not sent, so a standby that takes over
-  does not fire a burst of "overdue" entries.
+  does not fire a burst of "overdue" entries. The leader records each send
+  in ZooKeeper before it sends (``<prefix>/schedule/<beat name>/runs/<entry>``,
+  ZkScheduler's run record: ``last_run_at``, ``total_run_count``), and a beat
+  that becomes the leader sets each entry's ``last_run_at`` from those
+  records before its next tick: an interval entry keeps the previous
+  leader's phase (each beat's own phase is when it started), so it runs
+  neither a second time inside one period nor up to two periods late. A
+  beat that does not lead ticks at least every ``TAKEOVER_POLL`` second to
+  notice it leads now.
 
 Either way the role is decided once per due entry, before the entry advances
 (``_beat_gate.decide``): while it is unknown (starting, or SUSPENDED) the entry
@@ -45,6 +53,7 @@ from zk_recipes_celery._beat_gate import (
     drop,
     is_leader_only,
 )
+from zk_recipes_celery._beat_sends import TAKEOVER_POLL, record_send, take_over
 from zk_recipes_celery._hooks import install_once
 from zk_recipes_celery._lifecycle import app_state
 from zk_recipes_celery._zk_schedule import ZkStoreScheduler
@@ -81,12 +90,29 @@ class LeaderGate:
     """Mixin in front of a Scheduler class: only the leader sends; standbys keep in step."""
 
     _zk_gates_every_entry = True
+    #: Whether the gate records the leader's sends and a new leader starts from them
+    #: (ZkScheduler records its runs itself).
+    _zk_records_sends = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         install_once()  # `-S ...LeaderScheduler` may be all of zk-recipes this beat imports
+        #: The term this beat last took over in (BeatElection.terms).
+        self._zk_term: int | None = None
         super().__init__(*args, **kwargs)
         self._zk_election = beat_election(self.app)  # type: ignore[attr-defined]
         self._zk_election.join()
+
+    def tick(self, *args: Any, **kwargs: Any) -> Any:
+        if not self._zk_records_sends:
+            return super().tick(*args, **kwargs)  # type: ignore[misc]
+        term = self._zk_election.leading_term()
+        if term is not None and term != self._zk_term:
+            self._zk_term = term
+            take_over(self)
+        interval = super().tick(*args, **kwargs)  # type: ignore[misc]
+        if term is None and interval is not None:
+            return min(interval, TAKEOVER_POLL)  # notice soon that this beat leads now
+        return interval
 
     def is_due(self, entry: Any) -> Any:
         return decide(self, entry, self._zk_election, super().is_due(entry))  # type: ignore[misc]
@@ -102,6 +128,8 @@ class LeaderGate:
         if role is not BeatRole.LEADER:
             drop(self, entry, election, "this beat does not know whether it leads")
             return None
+        if self._zk_records_sends:
+            record_send(self, entry)
         return super().apply_entry(entry, producer)  # type: ignore[misc]
 
     @property
@@ -150,3 +178,5 @@ class ZkScheduler(LeaderGate, ZkStoreScheduler):
     beat`` change them at runtime); the leader alone sends, each tick at most
     once (see ``_zk_schedule``).
     """
+
+    _zk_records_sends = False  # its runs are recorded, and read at a takeover, by the store
