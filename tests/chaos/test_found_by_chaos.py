@@ -2,7 +2,8 @@
 
 Each test shows one bug the long run surfaced, reduced to a deterministic
 reproduction on a real server; the recipe's owner fixes the code and removes
-the marker (the suite's ``xfail_strict`` fails the test once it passes).
+the marker (the suite's ``xfail_strict`` fails the test once it passes), and
+the test stays, as the fix's.
 
 **A re-registration at a reconnect deletes the instance registered again
 meanwhile** (``zk_recipes/discovery/_discovery.py``, ``_on_state``). Seen in
@@ -26,7 +27,8 @@ the bound). The sequence, from the worker's log:
 
 The reproduction makes step 2 happen inside step 3's window (the application's
 unregister and register, called from the re-registration's own thread before
-it looks), then checks the node.
+it looks), then checks the node. Fixed: a node taken over by the check that
+the current registration (or one under way) holds at the same path stays.
 """
 
 from __future__ import annotations
@@ -48,10 +50,6 @@ def proxied(zk_server: ZooKeeperServer) -> Iterator[TcpProxy]:
         yield proxy
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="discovery: _on_state deletes the node a register() made meanwhile took over",
-)
 def test_an_instance_registered_again_during_a_reconnect_check_stays_in_zookeeper(
     zk_client_factory: ClientFactory, proxied: TcpProxy
 ) -> None:

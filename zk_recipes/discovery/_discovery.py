@@ -262,16 +262,25 @@ class ServiceDiscovery:
                 continue
             with self._lock:
                 current = self._registered.get(key)
-                written = remade.instance  # the value the new node holds
-                keep = False
                 if current is registration and not self._closed:
-                    remade.instance = current.instance  # updated meanwhile: its value
+                    written, remade.instance = remade.instance, current.instance
                     self._registered[key] = remade
-                    keep = current.instance.to_json() == written.to_json()
-            if current is not registration or self._closed:
-                self._registrar.delete(remade)  # unregistered (or closed) while we made it again
-            elif not keep:
+                    updated = current.instance.to_json() != written.to_json()
+                    then = "update" if updated else "keep"  # updated meanwhile: its value
+                elif not self._closed and (
+                    (current is not None and current.path == remade.path)
+                    or (key in self._registering and remade.path == registration.path)
+                ):
+                    # Unregistered and registered again meanwhile (found by the chaos run):
+                    # the node we took is the new registration's own, at the same path, or
+                    # about to be (its register() under way): it stays.
+                    then = "keep"
+                else:
+                    then = "delete"  # unregistered (or closed) while we made it again
+            if then == "update":
                 self.update(remade.instance)
+            elif then == "delete":
+                self._registrar.delete(remade)
 
     def _check_registration(
         self, key: tuple[str, str], registration: Registration, session: int
