@@ -4,7 +4,7 @@ A policy answers one question, ``sleep_for(attempt, elapsed)``: how many
 seconds to sleep before retry number *attempt* (0 is the first retry, after
 the first failure), or ``None`` to give up. It keeps no per-loop state, so
 one frozen instance is shared by every loop of a client, on any thread.
-:func:`retry` is the loop: it calls a function, asks :func:`is_retryable`
+`retry` is the loop: it calls a function, asks `is_retryable`
 whether a failure is worth another try, asks the policy how long to wait,
 and never sleeps past an optional deadline.
 
@@ -256,7 +256,7 @@ class RetryUntilElapsed(RetryPolicy):
 
     As in Curator's ``RetryUntilElapsed``, `elapsed` is measured before the
     sleep, so the last retry may start up to one sleep after `max_elapsed`;
-    give :func:`retry` a deadline for a hard bound.
+    give `retry` a deadline for a hard bound.
     """
 
     max_elapsed: float
@@ -291,7 +291,7 @@ class ExponentialBackoffRetry(RetryPolicy):
     in [1, 2**(k+1) - 1], at most `max_sleep` if given. Curator: ``ExponentialBackoffRetry``.
 
     Without `max_sleep` the sleeps double without limit: set it (or use
-    :class:`BoundedExponentialBackoffRetry` / :class:`PlateauRetry`) if
+    `BoundedExponentialBackoffRetry` / `PlateauRetry`) if
     `max_retries` is more than a handful.
     """
 
@@ -331,10 +331,10 @@ class ExponentialBackoffRetry(RetryPolicy):
 
 @dataclass(frozen=True, slots=True)
 class BoundedExponentialBackoffRetry(RetryPolicy):
-    """:class:`ExponentialBackoffRetry` with a mandatory `max_sleep`.
+    """`ExponentialBackoffRetry` with a mandatory `max_sleep`.
 
     The argument order is Curator's ``BoundedExponentialBackoffRetry(base,
-    max_sleep, max_retries)``, unlike :class:`ExponentialBackoffRetry`'s.
+    max_sleep, max_retries)``, unlike `ExponentialBackoffRetry`'s.
     """
 
     base_sleep: float
@@ -373,7 +373,7 @@ class BoundedExponentialBackoffRetry(RetryPolicy):
 class PlateauRetry(RetryPolicy):
     """Back off exponentially for `backoff_retries` retries, then retry forever.
 
-    Retry k < `backoff_retries` sleeps as :class:`ExponentialBackoffRetry`
+    Retry k < `backoff_retries` sleeps as `ExponentialBackoffRetry`
     would, at most `plateau_high`; every later retry sleeps a uniform random
     time in [`plateau_low`, `plateau_high`]. A long outage therefore neither
     gives up (killing the client) nor stretches the gaps to hours, and the
@@ -465,7 +465,7 @@ def retry(
     absolute `clock()` time: no sleep runs past it, and a failure at or after
     it raises ZkTimeoutError from that failure (checked before the policy).
     `on_retry(attempt, exc, seconds)` runs before each sleep, `attempt`
-    counting retries from 0 as in :meth:`RetryPolicy.sleep_for`.
+    counting retries from 0 as in `RetryPolicy.sleep_for`.
     """
     if not isinstance(policy, RetryPolicy):
         raise ConfigurationError(f"retry: policy must be a RetryPolicy instance, got {policy!r}")

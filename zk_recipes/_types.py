@@ -99,6 +99,8 @@ class ZnodeStat(NamedTuple):
 
 
 class WatchEventType(enum.Enum):
+    """What a watch was told about its node (kazoo's ``EventType``)."""
+
     CREATED = "CREATED"
     DELETED = "DELETED"
     CHANGED = "CHANGED"
@@ -110,6 +112,8 @@ class WatchEventType(enum.Enum):
 
 @dataclasses.dataclass(frozen=True)
 class WatchEvent:
+    """What a watch callback receives: what happened, and to which node."""
+
     type: WatchEventType
     path: str | None
 

@@ -89,7 +89,7 @@ def singleton_task(
 
 
 def singleton_task(fn: F | None = None, **options: Any) -> Any:
-    """Make a task run at most once at a time cluster-wide; stack it under ``@app.task``::
+    """Make a task run at most once at a time cluster-wide; stack it under ``@app.task``:
 
         @app.task(bind=True)
         @singleton_task(key=["account_id"])

@@ -71,7 +71,7 @@ F = TypeVar("F")
 
 
 def leader_only(fn: F) -> F:
-    """Send this periodic task only from the leader beat; stack it under ``@app.task``::
+    """Send this periodic task only from the leader beat; stack it under ``@app.task``:
 
         @app.task
         @leader_only

@@ -222,8 +222,6 @@ def exit_status(code: object) -> int:
 class LockedCommandMixin:
     """A management command that always runs under its ZooKeeper lock.
 
-    ::
-
         class Command(LockedCommandMixin, BaseCommand):
             lock_name = "nightly-report"        # default: the command's name
             lock_timeout = 600                  # default: wait as long as it takes

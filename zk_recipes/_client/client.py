@@ -111,7 +111,7 @@ class ZkClient:
     """A managed ZooKeeper client: ``ZkClient("zk1:2181,zk2:2181", namespace="myapp")``.
 
     Use as a context manager, or call ``start()`` and ``close()``. Options are
-    the fields of :class:`ClientSettings` (``namespace``, ``session_timeout``,
+    the fields of `ClientSettings` (``namespace``, ``session_timeout``,
     ``connection_timeout``, ``retry_policy``, ``auth``, ``sasl``,
     ``default_acl``, ``tls``, ``read_only``, ``simulated_expiry_fraction``,
     ``max_data_bytes``; see docs/settings.md); pass ``settings=`` to reuse

@@ -35,10 +35,17 @@ from zk_recipes._threads import SerialExecutor
 
 
 class ConnectionState(enum.Enum):
+    """A client's connection state, as a listener hears it (Curator's five, and CLOSED)."""
+
+    #: The first session is established.
     CONNECTED = "CONNECTED"
+    #: The connection is lost; the session may still be alive (holds are in doubt).
     SUSPENDED = "SUSPENDED"
+    #: Connected again; ``session_id`` says whether it is the same session.
     RECONNECTED = "RECONNECTED"
+    #: The session is gone: expired on the server, or declared lost by the client.
     LOST = "LOST"
+    #: Connected to a read-only server (holds stay in doubt).
     READ_ONLY = "READ_ONLY"
     #: ``close()`` was called: terminal, like LOST, but by you.
     CLOSED = "CLOSED"

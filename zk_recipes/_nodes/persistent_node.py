@@ -86,6 +86,8 @@ _RECREATE_MODE = {
 
 
 class PersistentNodeState(enum.Enum):
+    """Where a ``PersistentNode`` stands (its ``state``)."""
+
     LATENT = "LATENT"
     """Not started yet."""
     PENDING = "PENDING"
