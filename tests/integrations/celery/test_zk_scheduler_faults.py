@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from celery import Celery
 
 import zk_recipes_celery as zc
 from zk_recipes import ConnectionState, ZkClient
+from zk_recipes.frameworks import ScheduleError
 from zk_recipes.testing import TcpProxy, wait_until
 from zk_recipes_celery.beat import ZkScheduler
 from zk_recipes_celery.testing import CeleryProject
@@ -144,3 +146,30 @@ def test_a_lost_reply_to_the_run_record_still_sends_the_tick_once(
         "every recorded run was sent, once"
     )
     assert "the reply to its run record was lost; it was ours" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("schedule", "message"),
+    [
+        ({"crontab": {"minute": "61"}}, "crontab minute '61': 61 is above 59"),
+        ({"crontab": {"minute": "x"}}, "'x' is neither a number nor a month"),
+        ({"crontab": {"minute": "*/0"}}, "a step of 0"),
+        ({"crontab": {"hour": "25"}}, "crontab hour '25': 25 is above 23"),
+        ({"every": 1e300}, "every must be seconds > 0 and at most"),
+    ],
+)
+def test_beat_schedule_add_refuses_what_no_beat_could_run(
+    app: Celery, zk_client: ZkClient, schedule: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ScheduleError, match=re.escape(message)):
+        zc.beat_schedule(app).add("e", "proj.tick", schedule)
+    assert zk_client.exists("/celery/schedule/t/entries/e") is None
+
+
+def test_beat_schedule_add_refuses_a_solar_entry_without_ephem(app: Celery) -> None:
+    if importlib.util.find_spec("ephem") is not None:
+        pytest.skip("ephem is installed here: the refusal is for a process without it")
+    with pytest.raises(ScheduleError, match=r"needs the ephem package.*celery\[solar\]"):
+        zc.beat_schedule(app).add(
+            "dusk", "proj.tick", {"solar": {"event": "sunset", "lat": 1, "lon": 2}}
+        )
