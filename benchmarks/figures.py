@@ -329,6 +329,23 @@ def chaos(path: Path, doc: Doc) -> Lines:
         ["loss told after the next holder wrote", str(held["lost_after_next_holder"])],
         ["orphan nodes", str(doc["orphans"])],
     ]
+    if "queues" in doc:  # the queue and discovery families (docs/chaos.md)
+        q = doc["queues"]
+        rows += [
+            ["queue items put / consumed", f"{q['items_put']:,} / {q['items_consumed']:,}"],
+            ["queue items lost, left", f"{q['items_lost']}, {q['leftovers']}"],
+            ["second deliveries without a loss report or kill", str(q["duplicates_unexplained"])],
+            ["commits from a claim told lost", str(q["commits_told_lost"])],
+        ]
+    if "discovery" in doc:
+        d = doc["discovery"]
+        rows += [
+            ["discovery snapshots", f"{d['snapshots']:,}"],
+            [
+                "ghost / absent / duplicate instances",
+                f"{d['ghosts']} / {d['absences']} / {d['duplicates']}",
+            ],
+        ]
     yield from _table(["", ""], rows)
     yield (
         "Pauses (SIGSTOP) past the session are counted apart: a paused process "
