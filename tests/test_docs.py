@@ -9,6 +9,7 @@ Celery's own settings are checked the same way by the Celery suite
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 import sys
@@ -213,6 +214,60 @@ def test_docs_pages_named_in_the_source_exist() -> None:
                 if not (ROOT / name).exists():
                     missing.add(f"{path.relative_to(ROOT)}: {name}")
     assert sorted(missing) == []
+
+
+@pytest.mark.parametrize("index", ["docs/index.md", "README.md"])
+def test_the_home_page_and_the_readme_link_every_recipe_page(index: str) -> None:
+    """A new family's page is named where a new user starts (the recipe table, the docs list)."""
+    page = ROOT / index
+    linked = {(page.parent / link.partition("#")[0]).resolve() for link in _links(page)}
+    recipes = sorted((ROOT / "docs" / "recipes").glob("*.md"))
+    assert [str(p.relative_to(ROOT)) for p in recipes if p.resolve() not in linked] == []
+
+
+#: Each public module, its source and its page of the API reference (docs/reference/).
+REFERENCE = {
+    "zk_recipes": ("zk_recipes/__init__.py", "zk_recipes.md"),
+    "zk_recipes.frameworks": ("zk_recipes/frameworks/__init__.py", "frameworks.md"),
+    "zk_recipes.testing": ("zk_recipes/testing/__init__.py", "testing.md"),
+    "zk_recipes.metrics": ("zk_recipes/metrics.py", "metrics.md"),
+    "zk_recipes_django": ("integrations/zk_recipes_django/__init__.py", "django.md"),
+    "zk_recipes_flask": ("integrations/zk_recipes_flask/__init__.py", "flask.md"),
+    "zk_recipes_celery": ("integrations/zk_recipes_celery/__init__.py", "celery.md"),
+}
+#: One entry of a reference page: ``::: module.Name`` on a line of its own.
+_ENTRY = re.compile(r"^::: ([\w.]+)$", flags=re.MULTILINE)
+
+
+def public_names(module: str) -> list[str]:
+    """The module's ``__all__``, read from its source (no framework needs importing)."""
+    tree = ast.parse((ROOT / REFERENCE[module][0]).read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                assert node.value is not None
+                names: list[str] = ast.literal_eval(node.value)
+                return names
+    raise AssertionError(f"{module} has no __all__")
+
+
+@pytest.mark.parametrize("module", sorted(REFERENCE))
+def test_the_api_reference_has_an_entry_for_every_public_name(module: str) -> None:
+    """Each page lists its module's ``__all__``, each name once, and nothing else."""
+    page = ROOT / "docs" / "reference" / REFERENCE[module][1]
+    entries = _ENTRY.findall(page.read_text())
+    listed = [entry.removeprefix(f"{module}.") for entry in entries]
+    assert [e for e in entries if not e.startswith(f"{module}.")] == [], "another module's name"
+    assert sorted({n for n in listed if listed.count(n) > 1}) == [], "listed twice"
+    missing = sorted(set(public_names(module)) - set(listed))
+    assert missing == [], f"add `::: {module}.NAME` to {page.relative_to(ROOT)} for each"
+    assert sorted(set(listed) - set(public_names(module))) == [], "not in __all__"
+
+
+def test_every_reference_page_is_a_public_module() -> None:
+    pages = {path.name for path in (ROOT / "docs" / "reference").glob("*.md")}
+    assert pages == {page for _, page in REFERENCE.values()}
 
 
 if __name__ == "__main__":  # python tests/test_docs.py: regenerate the core's settings table
