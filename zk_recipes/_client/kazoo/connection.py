@@ -770,13 +770,24 @@ class KazooConnection:
         return _fire
 
     def close_session_on_server(self, client_id: tuple[int, bytes], timeout: float) -> None:
-        """Close a session we gave up on, so its ephemeral nodes go now rather than at expiry."""
+        """Close a session we gave up on, so its ephemeral nodes go now rather than at expiry.
+
+        Given up as soon as this connection is stopped (the client closed): the
+        helper never outlives the client by its whole timeout, and its kazoo
+        client's per-attempt lines are ours, at DEBUG (``RecordingLogger``).
+        """
         kwargs = dict(self._kz_kwargs)
         kwargs.update(client_id=client_id, connection_retry=None)
-        other: Any = KazooClient(**kwargs)
+        other: Any = KazooClient(
+            **kwargs, logger=RecordingLogger(logging.getLogger("kazoo.client"))
+        )
         try:
-            other.start(timeout=timeout)
-            if other._session_id == client_id[0]:
+            came_up = other.start_async()
+            deadline = session_clock() + timeout
+            while not came_up.wait(_START_STEP):
+                if self.stopping or session_clock() >= deadline:
+                    break
+            if other.connected and other._session_id == client_id[0]:
                 other.stop()
         except Exception:
             log.debug("closing abandoned session %#x failed (it may have expired)", client_id[0])
