@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The demo: throwaway real ZooKeeper servers and zk-recipes working against them.
 #
-#   bash scripts/demo.sh            the whole suite through faults in about a minute
-#                                   (example_projects/showcase/showcase.py): a report of
-#                                   claims and their evidence, exit 0 when every one held
+#   bash scripts/demo.sh            the whole suite through faults in under a minute
+#                                   (example_projects/showcase/showcase.py): Celery, Django,
+#                                   Flask, the CLI, a queue, a cache and Curator's discovery
+#                                   in Java; a report of claims and their evidence, exit 0
+#                                   when every one held
 #   bash scripts/demo.sh --list     the focused demos' names
 #   bash scripts/demo.sh NAME...    those focused demos (e.g. bash scripts/demo.sh django celery)
 #   bash scripts/demo.sh all        every focused demo, in order
@@ -28,7 +30,7 @@ DEMOS=(
 if (($# == 0)); then
     bash "$ROOT/scripts/bootstrap.sh"
     cd "$ROOT"
-    echo "== The whole suite through faults: Celery, Django, Flask and the CLI on a 3-node ensemble"
+    echo "== The whole suite through faults on a 3-node ensemble: Celery, Django, Flask, the CLI, queues, caches and discovery"
     exec .venv/bin/python "$SHOWCASE"
 fi
 if [[ "$1" == "all" ]]; then

@@ -1,4 +1,4 @@
-"""The whole suite through faults, in about a minute: `bash scripts/demo.sh` (its main job).
+"""The whole suite through faults, in under a minute: `bash scripts/demo.sh` (its main job).
 
 On a throwaway 3-node ZooKeeper ensemble and a Redis, all on loopback:
 
@@ -7,13 +7,19 @@ On a throwaway 3-node ZooKeeper ensemble and a Redis, all on loopback:
   and two beats; ``sync_customer`` is a singleton task, the beat's
   ``nightly_report`` a ``@leader_only`` task, sent every second here;
 - the Flask shop of ``example_projects/flask_app`` under ``flask run``, whose
-  ``/zk/health`` is asked every 0.1 s from start to end;
+  ``/zk/health`` is asked every 0.1 s from start to end, announced for service
+  discovery by ``zk-recipes announce``;
 - three "pods" of that shop run ``manage.py zklock migrate -- migrate`` at once;
-- the ``zk-recipes`` command: ``lock --no-wait`` twice at once.
+- the ``zk-recipes`` command: ``lock --no-wait`` twice at once;
+- caches, discovery and queues (``showcase_families.py``): a queue's two
+  consumer processes, Apache Curator in a JVM looking for the Flask shop, a
+  ``TreeCache`` whose one server restarts.
 
 Part-way it kills with -9 the worker running a singleton task, the leader
-beat, and the ensemble's leader server. Then it prints one line per claim with
-its evidence, and exits 0 when every claim held, 1 naming those that did not.
+beat, the queue consumer in the middle of a job, the TreeCache's server (then
+starts it again) and the ensemble's leader server. Then it prints one line per
+claim with its evidence, and exits 0 when every claim held, 1 naming those
+that did not.
 Every process it started is stopped and its temporary directory removed,
 whatever happens.
 """
@@ -36,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
+from showcase_families import Failed, Families, wait_for
 
 from zk_recipes import NoNodeError, ZkClient, holders
 from zk_recipes.testing import ZooKeeperCluster, free_ports
@@ -60,18 +67,6 @@ def elapsed() -> str:
 def say(message: str) -> None:
     Progress.clear()
     print(f"[{elapsed()}] {message}", flush=True)
-
-
-class Failed(Exception):
-    """A step that could not happen (not a claim that did not hold: those are reported)."""
-
-
-def wait_for(condition: Callable[[], object], what: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise Failed(f"no {what} within {timeout:g} s")
-        time.sleep(0.05)
 
 
 def read_log(path: Path, task: str) -> list[dict[str, Any]]:
@@ -155,6 +150,8 @@ class Demo:
         self.processes: list[CeleryProcess] = []
         self.others: list[subprocess.Popen[str]] = []
         self.claims: list[tuple[bool, str, str]] = []  # (held, claim, evidence)
+        #: What ``others`` had started (the Flask app under ``zk-recipes announce``), at the end.
+        self.descendants: list[int] = []
         base = dict(os.environ, ZK_HOSTS=hosts, REDIS_URL=redis_url, PYTHONUNBUFFERED="1")
         base.pop("ZK_RECIPES_NAMESPACE", None)
         self.env = dict(base, DEMO_LOG=str(self.log))
@@ -188,6 +185,7 @@ class Demo:
         return process
 
     def stop_all(self) -> None:
+        self.descendants = [child for other in self.others for child in _descendants(other.pid)]
         for process in reversed(self.processes):
             with contextlib.suppress(Exception):
                 process.stop()
@@ -196,6 +194,15 @@ class Demo:
                 other.terminate()
             with contextlib.suppress(Exception):
                 other.communicate(timeout=15)
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes ``pid`` started, and theirs (Linux's /proc)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    return [int(c) for c in children] + [d for c in children for d in _descendants(int(c))]
 
 
 def election(zk: ZkClient) -> list[tuple[str, int]]:
@@ -410,8 +417,10 @@ def main() -> int:
         work = Path(tmp)
         with ZooKeeperCluster(3) as cluster, RedisServer(work / "redis") as redis_server:
             demo = Demo(work, cluster.connect_string, f"{redis_server.url}/0")
-            run(demo, cluster)
+            families = Families(demo, say)
+            run(demo, cluster, families)
             pids = [p.pid for p in demo.processes] + [p.pid for p in demo.others]
+            pids += families.pids() + demo.descendants
     alive = [pid for pid in pids if pid is not None and _alive(pid)]
     demo.claim(
         not alive and not work.exists(),
@@ -434,7 +443,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def run(demo: Demo, cluster: ZooKeeperCluster) -> None:
+def run(demo: Demo, cluster: ZooKeeperCluster, families: Families) -> None:
     health: Health | None = None
     client = Celery("showcase", broker=demo.redis_url, backend=demo.redis_url)
     try:
@@ -453,10 +462,14 @@ def run(demo: Demo, cluster: ZooKeeperCluster) -> None:
             ]
             (port,) = free_ports(1)
             flask_env = dict(
-                demo.env, PYTHONPATH=os.pathsep.join([str(FLASK_APP), demo.pythonpath])
+                demo.env,
+                PYTHONPATH=os.pathsep.join([str(FLASK_APP), demo.pythonpath]),
+                ZK_RECIPES_HOSTS=demo.hosts,  # for `zk-recipes announce`
+                ZK_RECIPES_NAMESPACE=NAMESPACE,
             )
             demo.popen(
                 [
+                    *families.announce_argv(port),  # an instance of "shop" while it runs
                     sys.executable,
                     "-m",
                     "flask",
@@ -485,8 +498,13 @@ def run(demo: Demo, cluster: ZooKeeperCluster) -> None:
             with Progress(describe):
                 deploy(demo)
                 cli_no_wait(demo)
+                # Two queue consumers, and the Java peer compiled and started in the
+                # background: ready by the time their steps come, while the next two mostly
+                # wait for sessions to expire.
+                families.start()
                 singletons(demo, client, zk)
                 beats(demo, zk, beat_processes)
+                families.steps(cluster, port)
                 ensemble_leader(demo, cluster, client)
                 time.sleep(1.5)  # a last tick or two after the election, for the report
             report_runs(demo)
@@ -496,6 +514,7 @@ def run(demo: Demo, cluster: ZooKeeperCluster) -> None:
         if health is not None:
             health.stop()
         client.close()
+        families.close()
         demo.stop_all()
     if health is not None:
         report_health(demo, health)

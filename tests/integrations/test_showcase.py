@@ -1,8 +1,11 @@
 """The README's main job, ``bash scripts/demo.sh``: the showcase runs and every claim holds.
 
 It starts its own 3-node ensemble, Redis, two workers, two beats, the Flask
-app and the Django pods, kills three of them with -9, and prints one line per
-claim with its evidence (example_projects/showcase/showcase.py).
+app (announced for service discovery), the Django pods, two queue consumers
+and a Curator JVM, kills five of them with -9 (a worker, a beat, a queue
+consumer mid-job, the TreeCache's server, then restarted, and the ensemble's
+leader), and prints one line per claim with its evidence
+(example_projects/showcase/showcase.py).
 """
 
 from __future__ import annotations
@@ -40,7 +43,14 @@ def test_the_showcase_holds_every_claim_and_leaves_nothing_behind() -> None:
         "never overlapped",
         "fired once",
         "health endpoint answered",
+        # caches, discovery, queues (example_projects/showcase/showcase_families.py)
+        "killed -9 mid-job ran again, each job committed once",
+        "Curator ServiceDiscovery found the Flask shop's announcement",
+        "TreeCache stayed exact through a kill -9 and restart of its server",
         "nothing was left behind",
     ):
         assert "ok   " in report.split(claim)[0].rsplit("\n", 1)[-1], (claim, report)
     assert "FAIL" not in report
+    assert "committed it; 6 commits of 6 jobs, none twice, no claim left" in report
+    assert "1 instance, id 'shop-1' at 127.0.0.1:" in report
+    assert "at RESYNCED the cache held the server's 14 nodes exactly" in report
