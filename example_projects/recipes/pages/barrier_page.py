@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-import threading
-
 from _stand_ins import work
 
 publish_config = compute_my_share = work
@@ -14,6 +12,10 @@ publish_config = compute_my_share = work
 
 def main(hosts: str) -> None:
     # --8<-- [start:example]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
+    # given: publish_config, compute_my_share (your work)
+    import threading
+
     from zk_recipes import Barrier, DoubleBarrier, ZkClient
 
     with ZkClient(hosts, namespace="myapp") as zk:

@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-import queue
-
 
 def resync() -> None:
     """Your code: read again what the watch covers (here: nothing to do)."""
@@ -22,6 +20,7 @@ def main(hosts: str) -> None:
 
 def first_steps(hosts: str) -> None:
     # --8<-- [start:first_steps]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
     from zk_recipes import CreateMode, ZkClient
 
     with ZkClient(hosts, namespace="myapp", session_timeout=10) as zk:
@@ -35,6 +34,7 @@ def first_steps(hosts: str) -> None:
 
 def process_client(hosts: str) -> None:
     # --8<-- [start:process_client]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
     from zk_recipes import ClientSettings, ProcessClient
 
     clients = ProcessClient(lambda: ClientSettings(hosts=hosts))
@@ -46,7 +46,7 @@ def process_client(hosts: str) -> None:
 
 
 def transaction(hosts: str) -> None:
-    from zk_recipes import CreateMode, CreateResult, ZkClient
+    from zk_recipes import CreateResult, ZkClient
 
     with ZkClient(hosts, namespace="txdemo") as client:
         client.create("/config", b"old", parents=True)
@@ -54,6 +54,9 @@ def transaction(hosts: str) -> None:
             client.set("/config", b"old")
         client.create("/jobs/old", parents=True)
         # --8<-- [start:transaction]
+        # given: client (a ZkClient; /config is at version 7, /jobs/old exists)
+        from zk_recipes import CreateMode
+
         tx = client.transaction()
         tx.check("/config", version=7)
         tx.create("/jobs/j-", b"...", mode=CreateMode.PERSISTENT_SEQUENTIAL)
@@ -72,12 +75,15 @@ def transaction(hosts: str) -> None:
 
 
 def as_holder(hosts: str) -> None:
-    from zk_recipes import CreateMode, ZkClient
+    from zk_recipes import ZkClient
 
     with ZkClient(hosts, namespace="holderdemo") as client:
         client.create("/jobs/job-1", b"work", parents=True)
         client.ensure_path("/jobs/locks")
         # --8<-- [start:as_holder]
+        # given: client (a ZkClient; /jobs/job-1 and the directory /jobs/locks exist)
+        from zk_recipes import CreateMode
+
         made = client.create("/jobs/locks/job-1", b"", mode=CreateMode.EPHEMERAL).stat
         owner = made.ephemeral_owner  # the session that made it: its holder
         client.set("/jobs/locks/job-1", b"progress", session=owner)
@@ -90,10 +96,15 @@ def as_holder(hosts: str) -> None:
 
 
 def persistent_watch(hosts: str) -> None:
-    from zk_recipes import WatchEvent, ZkClient
+    from zk_recipes import ZkClient
 
     with ZkClient(hosts, namespace="myapp") as client:
         # --8<-- [start:persistent_watch]
+        # given: client (a ZkClient), resync (your code: read again what the watch covers)
+        import queue
+
+        from zk_recipes import WatchEvent
+
         events: queue.SimpleQueue[WatchEvent] = queue.SimpleQueue()
         watch = client.add_watch("/config", events.put, on_established=lambda w: resync())
         ...

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 def main(hosts: str) -> None:
     # --8<-- [start:example]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
     from zk_recipes import GroupMember, MembershipChange, ZkClient
 
     def on_change(change: MembershipChange) -> None:  # runs on a thread of the member's own

@@ -14,6 +14,8 @@ start_publishing = stop_publishing = work
 
 def main(hosts: str) -> None:
     # --8<-- [start:example]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
+    # given: start_publishing, stop_publishing (your work), storage (your store), plan (its data)
     from zk_recipes import LeaderLatch, ZkClient
 
     class Scheduler:  # a LeaderLatchListener

@@ -24,6 +24,8 @@ def serve_forever() -> None:
 
 def main(hosts: str) -> None:
     # --8<-- [start:example]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
+    # given: next_batch, serve_forever (your work), storage (your store)
     from zk_recipes import LeaderSelector, LeadershipContext, ZkClient
 
     def take_leadership(ctx: LeadershipContext) -> None:

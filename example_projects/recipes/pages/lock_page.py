@@ -13,6 +13,8 @@ report = "the nightly report"
 
 def main(hosts: str) -> None:
     # --8<-- [start:example]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
+    # given: storage (your store), report (what you write to it)
     from zk_recipes import Lock, ZkClient
 
     with ZkClient(hosts, namespace="myapp") as zk:

@@ -16,6 +16,8 @@ ledger = Ledger()
 
 def main(hosts: str) -> None:
     # --8<-- [start:example]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
+    # given: ledger (your books: moves take the locks' fencing tokens)
     from zk_recipes import Lock, MultiLock, ReadWriteLock, Semaphore, ZkClient
 
     with ZkClient(hosts, namespace="bank") as zk:

@@ -5,9 +5,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
-
 
 def read_config() -> bytes:
     """Your code: a read that may meet a transient ZooKeeper error (here: it does not)."""
@@ -62,6 +59,9 @@ def registries() -> None:
 
 def reading_holders(hosts: str) -> None:
     # --8<-- [start:holders]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
+    import json
+
     from zk_recipes import ZkClient, holders, holders_table
 
     with ZkClient(hosts, namespace="myapp").start() as client:
@@ -89,6 +89,7 @@ def layouts() -> None:
 
 def retry_call() -> None:
     # --8<-- [start:retry_call]
+    # given: read_config (your read, which may meet a transient ZooKeeper error)
     import time
 
     from zk_recipes import ExponentialBackoffRetry, retry
@@ -101,6 +102,7 @@ def retry_call() -> None:
 
 def retry_policies(hosts: str) -> None:
     # --8<-- [start:retry_policies]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
     from zk_recipes import BoundedExponentialBackoffRetry, PlateauRetry, ZkClient
 
     # A web request: fail fast, never wait more than a second between tries.
@@ -114,6 +116,9 @@ def retry_policies(hosts: str) -> None:
 
 def run_a_command_locked(hosts: str) -> None:
     # --8<-- [start:run_locked]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
+    import sys
+
     from zk_recipes import ZkClient
     from zk_recipes.cli import ExitCode, run_locked
 
@@ -138,9 +143,10 @@ def metrics_endpoint(hosts: str) -> None:
     (port,) = free_ports(1)  # 9100 on the page
     try:
         # --8<-- [start:metrics_http]
+        # given: port (the port Prometheus scrapes, e.g. 9100)
         import prometheus_client
 
-        server, thread = prometheus_client.start_http_server(port)  # /metrics on port 9100
+        server, thread = prometheus_client.start_http_server(port)  # /metrics on that port
         # --8<-- [end:metrics_http]
         with ZkClient(hosts, namespace="myapp"):
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics") as answer:
@@ -164,6 +170,7 @@ def logging_behind_a_queue() -> None:
     root = logging.getLogger()
     handlers = list(root.handlers)
     # --8<-- [start:log_queue]
+    # given: stream (where the logs go: stderr, piped to a log shipper)
     import logging.handlers
     import queue
 

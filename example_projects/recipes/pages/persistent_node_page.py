@@ -12,6 +12,8 @@ alert = serve_forever = work
 
 def main(hosts: str) -> None:
     # --8<-- [start:example]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
+    # given: alert, serve_forever (your work)
     from zk_recipes import PersistentNode, PersistentNodeEvent, PersistentNodeState, ZkClient
 
     def announce(event: PersistentNodeEvent) -> None:  # runs on a thread of the node's own

@@ -6,8 +6,6 @@
 from __future__ import annotations
 
 import threading
-import time
-from typing import Any
 
 sent = threading.Event()
 
@@ -19,6 +17,10 @@ def send_invoice(invoice: int) -> None:
 
 def main(hosts: str) -> None:
     # --8<-- [start:example]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
+    # given: send_invoice (your work), sent (a threading.Event it sets once invoice 44 is out)
+    from typing import Any
+
     from zk_recipes import JSON, DistributedQueue, ItemContext, ZkClient
 
     def handle(job: dict[str, Any], context: ItemContext) -> None:
@@ -40,6 +42,9 @@ def main(hosts: str) -> None:
 def failing(hosts: str) -> None:
     """The page's example of a consumer that fails: back-off, then a dead letter."""
     # --8<-- [start:failing]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
+    import time
+
     from zk_recipes import DistributedQueue, ItemContext, ZkClient
 
     def charge(order: bytes, context: ItemContext) -> None:

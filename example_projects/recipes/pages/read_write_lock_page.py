@@ -14,6 +14,8 @@ verify = work
 
 def main(hosts: str) -> None:
     # --8<-- [start:example]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
+    # given: storage (your store), new_catalog, verify (your data and check)
     from zk_recipes import ReadWriteLock, ZkClient
 
     with ZkClient(hosts, namespace="myapp") as zk:

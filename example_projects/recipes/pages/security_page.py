@@ -21,6 +21,7 @@ def main(hosts: str) -> None:
 
 def digest(hosts: str) -> None:
     # --8<-- [start:digest]
+    # given: hosts (your ensemble), work (your work)
     from zk_recipes import CREATOR_ALL_ACL, Lock, ZkClient
 
     with ZkClient(
@@ -36,6 +37,7 @@ def digest(hosts: str) -> None:
 
 def sasl(hosts: str) -> None:
     # --8<-- [start:sasl]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181"), work (your work)
     from zk_recipes import Acl, Lock, Perms, ZkClient
 
     with ZkClient(
@@ -50,6 +52,8 @@ def sasl(hosts: str) -> None:
 
 def tls(hosts: str, ca_file: str, cert_file: str, key_file: str) -> None:
     # --8<-- [start:tls]
+    # given: hosts (the ensemble's secure port, "zk1.example.com:2281"), work (your work)
+    # given: ca_file, cert_file, key_file (the paths of the PEM files below)
     from zk_recipes import Lock, TlsOptions, ZkClient
 
     options = TlsOptions(
@@ -58,7 +62,7 @@ def tls(hosts: str, ca_file: str, cert_file: str, key_file: str) -> None:
         key_file=key_file,  # /etc/myapp/zk-client.key
         check_hostname=True,
     )
-    with ZkClient(hosts, tls=options) as zk:  # hosts: the secure port, "zk1.example.com:2281"
+    with ZkClient(hosts, tls=options) as zk:
         with Lock(zk, "/locks/nightly").acquired(timeout=30):
             work()
     # --8<-- [end:tls]

@@ -18,6 +18,8 @@ def next_site() -> str:
 
 def main(hosts: str) -> None:
     # --8<-- [start:example]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
+    # given: crawl, next_site, run_nightly_job (your work), storage (your store), chunk (data)
     from zk_recipes import Semaphore, SemaphoreMutex, ZkClient
 
     with ZkClient(hosts, namespace="myapp") as zk:

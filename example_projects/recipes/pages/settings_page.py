@@ -46,7 +46,7 @@ def django() -> dict[str, Any]:
 
 def flask(app: App) -> None:
     # --8<-- [start:flask]
-    # Flask
+    # given: app (your Flask app, Flask(__name__))
     app.config["ZK_RECIPES_HOSTS"] = "zk1:2181,zk2:2181,zk3:2181"
     app.config["ZK_RECIPES_RETRY"] = {"policy": "RetryForever", "interval": 1.0}
     # --8<-- [end:flask]
@@ -54,7 +54,7 @@ def flask(app: App) -> None:
 
 def celery(app: App) -> None:
     # --8<-- [start:celery]
-    # Celery
+    # given: app (your Celery app, Celery("proj"))
     app.conf.zk_recipes_hosts = "zk1:2181,zk2:2181,zk3:2181"
     app.conf.zk_recipes_session_timeout = 10.0
     # --8<-- [end:celery]

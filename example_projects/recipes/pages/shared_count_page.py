@@ -16,6 +16,8 @@ pool = Pool()
 
 def main(hosts: str) -> None:
     # --8<-- [start:example]
+    # given: hosts (your ensemble, "zk1:2181,zk2:2181,zk3:2181")
+    # given: pool (your worker pool, resized to the shared count)
     from zk_recipes import SharedCount, ZkClient
 
     with ZkClient(hosts, namespace="myapp") as zk:

@@ -27,8 +27,11 @@ def main(hosts: str) -> None:
 
 def serve(hosts: str, namespace: str) -> None:
     # --8<-- [start:example]
+    # given: hosts (your ensemble), namespace (your app's), run (your program: it takes a client)
     import signal
     import sys
+
+    from zk_recipes import ZkClient
 
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 

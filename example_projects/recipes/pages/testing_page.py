@@ -6,10 +6,8 @@ own servers and a 3-node ensemble, so ``hosts`` is not used).
 
 from __future__ import annotations
 
-from kazoo.client import KazooClient
-
 from zk_recipes import ZkClient
-from zk_recipes.testing import ZooKeeperCluster, ZooKeeperServer
+from zk_recipes.testing import ZooKeeperServer
 
 
 def main(hosts: str) -> None:
@@ -39,6 +37,7 @@ def standalone() -> None:
 
 def faults(zk: ZooKeeperServer) -> None:
     # --8<-- [start:faults]
+    # given: zk (a ZooKeeperServer, started)
     zk.stop()  # SIGTERM and wait
     zk.kill()  # SIGKILL: a crash
     zk.start()  # again, same port, same data
@@ -59,6 +58,8 @@ def faults(zk: ZooKeeperServer) -> None:
 
 def ensemble() -> None:
     # --8<-- [start:ensemble]
+    from kazoo.client import KazooClient
+
     from zk_recipes.testing import ZooKeeperCluster
 
     with ZooKeeperCluster(size=3) as cluster:  # JVMs start in parallel; waits for a quorum
@@ -81,6 +82,9 @@ def ensemble() -> None:
 
 def cut_follower() -> None:
     # --8<-- [start:cut_follower]
+    from zk_recipes import ZkClient
+    from zk_recipes.testing import ZooKeeperCluster
+
     with ZooKeeperCluster(size=3, sync_limit=20, quorum_proxies=True) as cluster:
         leader = cluster.wait_for_quorum()
         follower = next(m for m in cluster.servers if m is not leader)
@@ -96,6 +100,9 @@ def cut_follower() -> None:
 
 def proxy_faults(zk: ZooKeeperServer) -> None:
     # --8<-- [start:proxy]
+    # given: zk (a ZooKeeperServer, started)
+    from kazoo.client import KazooClient
+
     proxy = zk.proxy()  # or TcpProxy("127.0.0.1", zk.port); closed with zk
     client = KazooClient(proxy.connect_string, timeout=6.0)
 
@@ -118,9 +125,10 @@ def proxy_faults(zk: ZooKeeperServer) -> None:
 def session_expiry(zk: ZooKeeperServer) -> None:
     with ZkClient(zk.connect_string) as client:
         # --8<-- [start:expiry]
+        # given: client (the session to expire: a ZkClient or a KazooClient)
         from zk_recipes.testing import expire_session, expire_session_locally
 
-        expire_session(client)  # ZkClient or KazooClient
+        expire_session(client)
         # --8<-- [end:expiry]
         assert expire_session_locally is not None
 
