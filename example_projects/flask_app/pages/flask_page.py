@@ -10,13 +10,14 @@ tests/integrations/flask/test_flask_page.py runs every section against a
 real ZooKeeper; the shop's own code is stood in for by ``_shop_stand_ins``.
 """
 
+# The extension's example is two files of the shop, the imports of each at its top (E402).
+# ruff: noqa: E402
+
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from _shop_stand_ins import Counter, Ledger, Mailer, Reports, current_user, get_db, pause
-from flask import Flask
 
 # --8<-- [start:extension]
 # shop/extensions.py
@@ -26,6 +27,12 @@ zk = ZkRecipes()
 
 
 # shop/__init__.py
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask
+
+
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.config["ZK_RECIPES_HOSTS"] = "zk1:2181,zk2:2181,zk3:2181"
@@ -50,6 +57,8 @@ render_invoice_pdf = pause
 
 def shared_defaults() -> ZkRecipes:
     # --8<-- [start:defaults]
+    from zk_recipes_flask import ZkRecipes
+
     zk = ZkRecipes(session_timeout=6.0, retry={"policy": "RetryNTimes", "n": 3, "sleep": 0.5})
     # --8<-- [end:defaults]
     return zk
@@ -57,6 +66,7 @@ def shared_defaults() -> ZkRecipes:
 
 def add_exports(app: Flask) -> None:
     # --8<-- [start:client]
+    # given: app (your Flask app), zk (your ZkRecipes extension), export_orders (your work)
     from zk_recipes import Semaphore
 
     @app.post("/exports")
@@ -70,6 +80,7 @@ def add_exports(app: Flask) -> None:
 
 def locked_views() -> tuple[Flask, ZkRecipes, Callable[[], None]]:
     # --8<-- [start:locked]
+    # given: mailer (your mail sender), rebuild_search_index (your work)
     from flask import Flask
 
     from zk_recipes_flask import ZkRecipes
@@ -94,6 +105,7 @@ def locked_views() -> tuple[Flask, ZkRecipes, Callable[[], None]]:
 
 def add_busy_answers(app: Flask) -> None:
     # --8<-- [start:on-busy]
+    # given: app (your Flask app), zk (your ZkRecipes extension), mailer (your mail sender)
     from flask import render_template
     from flask.typing import ResponseReturnValue
 
@@ -117,6 +129,8 @@ def add_busy_answers(app: Flask) -> None:
 
 def add_reports(app: Flask) -> None:
     # --8<-- [start:on-unavailable]
+    # given: app (your Flask app), zk (your ZkRecipes extension)
+    # given: build_report, cached_report (your reports: made now, or the last one made)
     @app.get("/reports/<int:id>")
     @zk.locked("report-{id}", on_unavailable=lambda id: (cached_report(id), 200))
     def report(id: int) -> str:
@@ -127,6 +141,7 @@ def add_reports(app: Flask) -> None:
 
 def add_report_view(app: Flask) -> None:
     # --8<-- [start:class-based]
+    # given: app (your Flask app), zk (your ZkRecipes extension), build_report (your report)
     from flask.views import MethodView
 
     class ReportView(MethodView):
@@ -140,6 +155,8 @@ def add_report_view(app: Flask) -> None:
 
 
 # --8<-- [start:lock-block]
+# given: zk (your ZkRecipes extension), ledger (your books)
+# given: refresh_exchange_rates (your work)
 def close_month(month: str) -> None:
     with zk.lock(f"close-month-{month}", timeout=60) as lock:
         ledger.close(month, fencing_token=lock.fencing_token)
@@ -155,6 +172,9 @@ async def refresh_rates() -> None:
 
 def add_fenced_send(app: Flask) -> None:
     # --8<-- [start:fencing]
+    # given: app (your Flask app), zk (your ZkRecipes extension)
+    # given: get_db (your sqlite3 connection, as in Flask's tutorial), mailer (your mail sender)
+    # given: render_invoice_pdf (your work)
     from flask import g
 
     @app.post("/invoices/<int:id>/send")
@@ -179,12 +199,15 @@ def add_fenced_send(app: Flask) -> None:
 
 def add_status(app: Flask) -> None:
     # --8<-- [start:status]
+    # given: app (your Flask app), zk (your ZkRecipes extension)
     app.register_blueprint(zk.status_blueprint(), url_prefix="/zk")
     # --8<-- [end:status]
 
 
 def add_guarded_status(app: Flask) -> None:
     # --8<-- [start:staff-only]
+    # given: app (your Flask app), zk (your ZkRecipes extension)
+    # given: current_user (flask-login's: the user of this request)
     from flask import abort, request
 
     status = zk.status_blueprint()
@@ -202,6 +225,9 @@ def announced_app(test_config: Mapping[str, Any]) -> tuple[Flask, ZkRecipes]:
     app = Flask(__name__)
     app.config.update(test_config)
     # --8<-- [start:service]
+    # given: app (your Flask app, with its ZK_RECIPES_HOSTS)
+    from zk_recipes_flask import ZkRecipes
+
     app.config["ZK_RECIPES_SERVICE"] = {"NAME": "shop", "PORT": 5000}
     zk = ZkRecipes(app)
     # --8<-- [end:service]
@@ -211,6 +237,7 @@ def announced_app(test_config: Mapping[str, Any]) -> tuple[Flask, ZkRecipes]:
 def add_metrics(app: Flask) -> None:
     """docs/operations.md's Flask example: the metrics of this process, for Prometheus."""
     # --8<-- [start:metrics]
+    # given: app (your Flask app)
     import prometheus_client
     from flask import Response
 

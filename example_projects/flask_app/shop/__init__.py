@@ -12,6 +12,7 @@ under the demo they last until the demo has seen the others refused
 
 from __future__ import annotations
 
+# --8<-- [start:app]
 import os
 from typing import Any
 
@@ -22,7 +23,6 @@ from shop.demo_hold import hold_until_told
 from shop.extensions import zk
 
 
-# --8<-- [start:app]
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.config.update(
