@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import json
 import os
+
+from zk_recipes_celery import leader_only
+
+# isort: split
+# --8<-- [start:sync_customer]
+# given: _log (the demo's record of each run)
 import time
 from typing import Any
 
 from celery import shared_task
 
-from zk_recipes_celery import current_singleton, leader_only, singleton_task
+from zk_recipes_celery import current_singleton, singleton_task
 
 
-# --8<-- [start:sync_customer]
 @shared_task
 @singleton_task(key=["customer"])  # one sync per customer at a time
 def sync_customer(customer: str, seconds: float = 0.0) -> dict[str, Any]:

@@ -14,6 +14,7 @@ demo, the send lasts until the demo has seen the other clicks refused
 
 from __future__ import annotations
 
+# --8<-- [start:view]
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -24,7 +25,6 @@ from invoices.models import Invoice
 from zk_recipes_django import zk_lock
 
 
-# --8<-- [start:view]
 @csrf_exempt  # an API endpoint for the demo's HTTP client
 @require_POST
 @zk_lock("invoice-{pk}", timeout=0)

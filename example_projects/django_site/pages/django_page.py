@@ -20,16 +20,12 @@ from _shop import (
     run_export,
     sent,
 )
-from django.conf import settings
-from django.http import HttpRequest, HttpResponse
-from django.views import View
 from kazoo.client import KazooClient
-
-from zk_recipes_django import zk_lock
 
 
 def start_export() -> None:
     # --8<-- [start:get_client]
+    # given: run_export (your work)
     from zk_recipes import Semaphore
     from zk_recipes_django import get_client
 
@@ -39,6 +35,9 @@ def start_export() -> None:
 
 
 # --8<-- [start:zk_lock]
+# given: sent (your record of sends), write_audit (below), build_report (your work)
+from django.http import HttpRequest, HttpResponse
+
 from zk_recipes_django import zk_lock
 
 
@@ -58,6 +57,11 @@ def rebuild_index() -> None:
 
 
 # --8<-- [start:on_busy]
+from django.http import HttpRequest, HttpResponse
+
+from zk_recipes_django import zk_lock
+
+
 def come_back_later(request: HttpRequest, pk: int) -> HttpResponse:
     return HttpResponse(f"invoice {pk} is being sent, try again shortly", status=409)
 
@@ -71,6 +75,12 @@ def remind(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 # --8<-- [start:on_unavailable]
+# given: cached_report (your view of the last report built)
+from django.http import HttpRequest, HttpResponse
+
+from zk_recipes_django import zk_lock
+
+
 @zk_lock("report-{pk}", on_unavailable=lambda request, pk: cached_report(request, pk))
 def report(request: HttpRequest, pk: int) -> HttpResponse:
     return HttpResponse(f"report {pk}")
@@ -80,7 +90,11 @@ def report(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 # --8<-- [start:class_based]
+from django.http import HttpRequest, HttpResponse
 from django.utils.decorators import method_decorator
+from django.views import View
+
+from zk_recipes_django import zk_lock
 
 
 @method_decorator(zk_lock("report-{pk}"), name="dispatch")
@@ -93,6 +107,7 @@ class ReportView(View):
 
 
 # --8<-- [start:locked]
+# given: ledger (your books), refresh (your coroutine)
 from zk_recipes_django import locked
 
 
@@ -110,6 +125,7 @@ async def refresh_rates() -> None:
 
 
 # --8<-- [start:current_lock]
+# given: audit_log (your log, which refuses an entry with an older token than one it has)
 from zk_recipes_django import current_lock
 
 
@@ -124,7 +140,7 @@ def write_audit(entry: str) -> None:  # called from a locked view, without the r
 
 # --8<-- [start:metrics_view]
 import prometheus_client
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:
@@ -139,6 +155,8 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
 def with_kazoo() -> KazooClient:
     """The report as a project calling kazoo itself builds it (its client, for the caller)."""
     # --8<-- [start:kazoo_before]
+    # given: build_report (your work)
+    from django.conf import settings
     from kazoo.client import KazooClient
 
     zk = KazooClient(hosts=settings.ZK_HOSTS)
@@ -151,6 +169,7 @@ def with_kazoo() -> KazooClient:
 
 def with_zk_recipes() -> None:
     # --8<-- [start:kazoo_after]
+    # given: build_report (your work)
     from zk_recipes import Lock
     from zk_recipes_django import get_client
 

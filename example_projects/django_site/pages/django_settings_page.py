@@ -42,6 +42,7 @@ def service() -> dict[str, Any]:
 my_site = AdminSite(name="operations")  # an admin site of your own
 
 # --8<-- [start:admin_site]
+# given: my_site (your own AdminSite)
 from zk_recipes_django.admin import StatusAdmin
 from zk_recipes_django.models import Status
 

@@ -6,6 +6,9 @@ which reads the client settings from it when ``CELERY_ZK_RECIPES_*`` are
 not given.
 """
 
+# The docs include sections of this file, each with the imports it uses (E402).
+# ruff: noqa: E402
+
 from __future__ import annotations
 
 import os
@@ -64,6 +67,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # One alias per ensemble, like DATABASES; every key is in docs/settings.md.
 # --8<-- [start:zk_recipes]
+import os
+
 ZK_RECIPES = {
     "default": {
         "HOSTS": os.environ.get("ZK_HOSTS", "127.0.0.1:2181"),
@@ -75,6 +80,8 @@ ZK_RECIPES = {
 # --8<-- [end:zk_recipes]
 
 # --8<-- [start:celery]
+import os
+
 # Celery reads these through config_from_object(..., namespace="CELERY"); no
 # CELERY_ZK_RECIPES_HOSTS: the client settings come from ZK_RECIPES["default"].
 CELERY_BROKER_URL = os.environ.get("REDIS_URL", "memory://")
