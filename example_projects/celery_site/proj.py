@@ -15,6 +15,8 @@ what happened across every worker process.
 from __future__ import annotations
 
 import json
+
+# --8<-- [start:app]
 import os
 import time
 from typing import Any
@@ -23,7 +25,6 @@ from celery import Celery
 
 from zk_recipes_celery import current_singleton, leader_only, singleton_task
 
-# --8<-- [start:app]
 app = Celery("proj", broker=os.environ["REDIS_URL"], backend=os.environ["REDIS_URL"])
 app.conf.broker_connection_retry_on_startup = True
 app.conf.zk_recipes_hosts = os.environ["ZK_HOSTS"]
@@ -61,6 +62,7 @@ def _log(**fields: Any) -> None:
 
 
 # --8<-- [start:tasks]
+# given: _log (the demo's record of each run)
 @app.task(bind=True)
 # The lock is per account: two accounts sync side by side, a second sync of the
 # same account while one runs is skipped (it would redo the same work) and

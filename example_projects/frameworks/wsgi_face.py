@@ -67,6 +67,9 @@ class ZkFace:
         )
 
     # --8<-- [start:decorator]
+    # given: inspect, Callable, Answer, _refuse, _attach_to_request, _unavailable (the file above)
+    # given: LockNameTemplate, LockPlan, LockTarget, locked_call (zk_recipes.frameworks')
+    # given: check_on_busy, check_on_unavailable (zk_recipes.frameworks')
     def locked(
         self, name: str, *, timeout: float | None = 0.0, on_busy: int = 423
     ) -> Callable[[Callable[..., Answer]], Callable[..., Answer]]:

@@ -7,14 +7,14 @@ Run by tests/integrations/celery/test_migration_examples.py with a worker:
 # Celery is untyped: its decorators return Any.
 # mypy: disallow-untyped-decorators=False
 
+# The page shows each section with the imports it uses (E402).
+# ruff: noqa: E402
+
 from __future__ import annotations
 
 import os
-import time
 
 from celery import Celery
-
-from zk_recipes_celery import DuplicateTask, singleton_task
 
 app = Celery("from_once", broker=os.environ["REDIS_URL"], backend=os.environ["REDIS_URL"])
 app.conf.zk_recipes_hosts = os.environ["ZK_HOSTS"]
@@ -22,6 +22,12 @@ app.conf.zk_recipes_namespace = os.environ.get("ZK_NAMESPACE", "")
 
 
 # --8<-- [start:tasks]
+# given: app (your Celery app, zk_recipes_hosts set)
+import time
+
+from zk_recipes_celery import singleton_task
+
+
 # celery-once: @app.task(base=QueueOnce)  (key: every argument; a duplicate raises AlreadyQueued)
 @app.task
 @singleton_task(
@@ -44,6 +50,10 @@ def slow_add(a: int, b: int) -> int:
 
 
 # --8<-- [start:main]
+# given: slow_task, slow_add (the tasks above)
+from zk_recipes_celery import DuplicateTask
+
+
 def main() -> None:
     first = slow_task.delay()
     try:

@@ -7,14 +7,14 @@ Run by tests/integrations/celery/test_migration_examples.py with a worker:
 # Celery is untyped: its decorators return Any.
 # mypy: disallow-untyped-decorators=False
 
+# The page shows each section with the imports it uses (E402).
+# ruff: noqa: E402
+
 from __future__ import annotations
 
 import os
-import time
 
 from celery import Celery
-
-from zk_recipes_celery import DuplicateTask, singleton_task
 
 app = Celery("from_singleton", broker=os.environ["REDIS_URL"], backend=os.environ["REDIS_URL"])
 app.conf.zk_recipes_hosts = os.environ["ZK_HOSTS"]
@@ -22,6 +22,12 @@ app.conf.zk_recipes_namespace = os.environ.get("ZK_NAMESPACE", "")
 
 
 # --8<-- [start:tasks]
+# given: app (your Celery app, zk_recipes_hosts set)
+import time
+
+from zk_recipes_celery import singleton_task
+
+
 # celery-singleton: @app.task(base=Singleton)
 @app.task
 @singleton_task(key=lambda *args, **kwargs: [args, kwargs], unique_on_publish=True)
@@ -42,6 +48,10 @@ def greet(username: str, greeting: str = "hello") -> str:
 
 
 # --8<-- [start:main]
+# given: do_stuff, greet (the tasks above)
+from zk_recipes_celery import DuplicateTask
+
+
 def main() -> None:
     # Two calls with the same arguments: queued once, the same AsyncResult.
     async_result = do_stuff.delay(1, 2, 3, a="b")

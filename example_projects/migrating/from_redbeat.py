@@ -8,20 +8,21 @@ beat started with ``-S zk_recipes_celery.beat:ZkScheduler``:
 # Celery is untyped: its decorators return Any.
 # mypy: disallow-untyped-decorators=False
 
+# The page shows each section with the imports it uses (E402).
+# ruff: noqa: E402
+
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 
 from celery import Celery
-
-from zk_recipes_celery import beat_schedule
 
 app = Celery("from_redbeat", broker=os.environ["REDIS_URL"], backend=os.environ["REDIS_URL"])
 app.conf.zk_recipes_hosts = os.environ["ZK_HOSTS"]
 app.conf.zk_recipes_namespace = os.environ.get("ZK_NAMESPACE", "")
 # --8<-- [start:tasks]
+# given: app (your Celery app, zk_recipes_hosts set)
 # redbeat: app.conf.redbeat_redis_url = ...; beat -S redbeat.RedBeatScheduler
 # ours: beat -S zk_recipes_celery.beat:ZkScheduler (the ensemble above is the store)
 app.conf.beat_schedule = {"ping": {"task": "from_redbeat.add", "schedule": 1.0, "args": (0, 0)}}
@@ -35,6 +36,12 @@ def add(x: int, y: int) -> None:
 
 
 # --8<-- [start:main]
+# given: app (your Celery app), results (the sums add wrote), wait_for (polls a condition)
+import time
+
+from zk_recipes_celery import beat_schedule
+
+
 def main() -> None:
     schedule = beat_schedule(app)
     # redbeat: e = RedBeatSchedulerEntry("thingo", "tasks.add", 10, args=[5, 6], app=app); e.save()

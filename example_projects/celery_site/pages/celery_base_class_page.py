@@ -13,6 +13,7 @@ from _celery_stand_ins import sync
 from celery_page import app
 
 # --8<-- [start:singleton-task-base]
+# given: app (your Celery app, as set up above), sync (your work)
 from zk_recipes_celery import SingletonTask
 
 

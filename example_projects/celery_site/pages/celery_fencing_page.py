@@ -10,13 +10,17 @@ worker, and in its own process with the session expired between two batches.
 from __future__ import annotations
 
 from _celery_stand_ins import batches, store
-from celery import Task
 from celery_page import app
+
+# isort: split
+# --8<-- [start:check-and-fence]
+# given: app (your Celery app, as set up above)
+# given: batches (your work, in parts), store (your storage: it refuses a stale token)
+from celery import Task
 
 from zk_recipes_celery import current_singleton, singleton_task
 
 
-# --8<-- [start:check-and-fence]
 @app.task(bind=True)
 @singleton_task(key=["account_id"])
 def sync_account(self: Task, account_id: int) -> None:

@@ -18,6 +18,7 @@ import os
 from _celery_stand_ins import send_report, store
 
 # --8<-- [start:setup]
+# given: store (your storage: it refuses a stale token), send_report (your work)
 from celery import Celery, Task
 
 from zk_recipes_celery import current_singleton, leader_only, singleton_task
@@ -54,6 +55,7 @@ app.conf.update(
 )
 
 # --8<-- [start:install]
+# given: app (your Celery app)
 import zk_recipes_celery
 
 zk_recipes_celery.install(app)  # idempotent: the hooks and the worker's start-up check

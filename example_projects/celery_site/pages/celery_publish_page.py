@@ -12,13 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from _celery_stand_ins import sync
-from celery import Task
 from celery_page import app
+
+# isort: split
+# --8<-- [start:unique-on-publish]
+# given: app (your Celery app, as set up above), sync (your work)
+from celery import Task
 
 from zk_recipes_celery import singleton_task
 
 
-# --8<-- [start:unique-on-publish]
 @app.task(bind=True)
 @singleton_task(key=["account_id"], unique_on_publish=True, publish_expiry=900)
 def sync_account(self: Task, account_id: int) -> None:

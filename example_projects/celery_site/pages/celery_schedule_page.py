@@ -12,6 +12,7 @@ from celery_page import app
 def edit_schedule() -> list[str]:
     """The page's edits, in order; the names of the entries left."""
     # --8<-- [start:beat-schedule]
+    # given: app (your Celery app, as set up above)
     from celery.schedules import crontab
 
     from zk_recipes_celery import beat_schedule
