@@ -120,7 +120,7 @@ class ZkRecipes:
 
         Its announced instance is withdrawn first.
         """
-        state = self.state(app)
+        state = self._process_state(app, "close")
         if state.announcement is not None:
             state.announcement.stop()
         state.process_client.close()
@@ -134,7 +134,7 @@ class ZkRecipes:
         ``post_worker_init`` (``zk_recipes_flask.gunicorn``), or after
         ``create_app`` in the serving process.
         """
-        state = self.state(app, call="announce")
+        state = self._process_state(app, "announce")
         if state.announcement is None:
             raise RecipeUsageError(
                 "no service to announce: set ZK_RECIPES_SERVICE = "
@@ -267,17 +267,23 @@ class ZkRecipes:
         return _status.status_blueprint(self.state, name)
 
     def state(self, app: Flask | None = None, *, call: str = "get_client") -> AppState:
-        """The app's state: ``app``'s, else ``current_app``'s, else the one app served.
+        """The app's state (default: ``current_app``'s); a fix-it error without ``init_app``."""
+        return state_of(app, extension=self, call=call)
 
-        Outside an app context, an extension made for one app (``ZkRecipes(app)``
-        or one ``init_app``) uses that app, so ``zk.announce()`` after
-        ``create_app`` works; with several, the error names the call to make.
+    def _process_state(self, app: Flask | None, call: str) -> AppState:
+        """For the process's own calls (announce, close): ``app``, or the one app served.
+
+        They are made where the process starts serving or stops, outside any
+        app context: an extension made for one app (``ZkRecipes(app)`` or one
+        ``init_app``) uses that app, so ``zk.announce()`` after ``create_app``
+        works as the page writes it. Requests and commands keep needing their
+        app context (``client``, ``@zk.locked``).
         """
         if app is None and not has_app_context():
             served = list(self._apps)
             if len(served) == 1:
                 app = served[0]
-        return state_of(app, extension=self, call=call)
+        return self.state(app, call=call)
 
 
 def close_all() -> None:
