@@ -75,9 +75,9 @@ found = [m for m in ("celery", "kombu", "redis", "django", "flask") if importlib
 if found:
     sys.exit(f".venv-core must hold the core, [test] and [metrics] only, but has {found}")
 PY
-# The core suite and the integrations' suites run side by side: two pytest
-# processes, each with throwaway servers of its own on free ports and a
-# namespace per test, so they share nothing but the machine. Most of a
+# The core suite and the integrations' suites run side by side: three pytest
+# processes (the core in two parts), each with throwaway servers of its own on
+# free ports and a namespace per test, so they share nothing but the machine. Most of a
 # real-server suite's time is waiting (timeouts, expiries, processes starting),
 # which the two overlap. The core's output comes as it runs; the integrations'
 # is kept in .test-logs/ and printed when both are done.
@@ -106,6 +106,14 @@ integrations_runs() {  # the integrations in .venv, then the Django tests on Dja
     fi
     echo "$rc" > .test-logs/django42.rc
 }
+# The core suite runs in two parts side by side, each about half its time: the
+# session layer and the families that wait out faults the most (FAULT_HEAVY),
+# and the rest. Each part has throwaway servers of its own, as the integrations do.
+FAULT_HEAVY=(tests/client tests/cache tests/queue tests/chaos tests/interop tests/discovery)
+not_fault_heavy=()
+for dir in tests/integrations "${FAULT_HEAVY[@]}"; do
+    not_fault_heavy+=("--ignore=$dir")
+done
 rm -rf .test-logs
 mkdir -p .test-logs
 if [[ "${ZK_RECIPES_TESTS_SERIAL:-}" == 1 ]]; then
@@ -114,10 +122,31 @@ if [[ "${ZK_RECIPES_TESTS_SERIAL:-}" == 1 ]]; then
     phase "pytest: the integrations"
     integrations_runs "$@"
 else
-    phase "pytest: the core suite (.venv-core) beside the integrations (.venv; .test-logs/)"
+    phase "pytest: the core suite in two parts (.venv-core) beside the integrations (.venv; .test-logs/)"
     integrations_runs "$@" > .test-logs/integrations.log 2>&1 &
     integrations_pid=$!
-    run_pytest .venv-core --ignore=tests/integrations "$@" || core=$?
+    core_heavy=0
+    {
+        start=$SECONDS
+        echo "==> pytest: the core suite, part 1: ${FAULT_HEAVY[*]}"
+        run_pytest .venv-core "${FAULT_HEAVY[@]}" "$@" || core_heavy=$?
+        echo "$core_heavy" > .test-logs/core-heavy.rc
+        echo "==> pytest: the core suite, part 1: $((SECONDS - start)) s"
+    } > .test-logs/core-heavy.log 2>&1 &
+    core_heavy_pid=$!
+    start=$SECONDS
+    echo "==> pytest: the core suite, part 2: the rest"
+    run_pytest .venv-core "${not_fault_heavy[@]}" "$@" || core=$?
+    echo "==> pytest: the core suite, part 2: $((SECONDS - start)) s"
+    wait "$core_heavy_pid" || true
+    cat .test-logs/core-heavy.log
+    core_heavy=$(cat .test-logs/core-heavy.rc 2>/dev/null || echo 1)
+    # Both parts collect tests unless a selection left one empty: 5 only if both are.
+    if [[ $core -eq 5 && $core_heavy -ne 5 ]]; then
+        core=$core_heavy
+    elif [[ $core_heavy -ne 0 && $core_heavy -ne 5 ]]; then
+        core=$core_heavy
+    fi
     wait "$integrations_pid" || true
     cat .test-logs/integrations.log
 fi
