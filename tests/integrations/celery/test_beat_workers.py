@@ -140,7 +140,9 @@ def test_leader_scheduler_gates_every_entry_without_bursts(
 
     after = _kill_leader_and_time_failover(project, leader, "plain", runs=4)
     gaps = [b - a for a, b in itertools.pairwise(after)]
-    assert min(gaps) > 0.5, f"the new leader fired a burst of overdue entries: {gaps}"
+    # When the worker ran each: a burst runs back to back; a late run beside an on-time
+    # one under load may be well under a period apart.
+    assert min(gaps) > 0.25, f"the new leader fired a burst of overdue entries: {gaps}"
 
 
 def test_leader_scheduler_graceful_stop_hands_over_at_once(

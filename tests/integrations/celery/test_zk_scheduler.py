@@ -89,8 +89,11 @@ def _running(project: CeleryProject, zk_client: ZkClient) -> tuple[str, list[Cel
 
 
 def _never_twice(runs: list[float], what: str) -> None:
+    # The records say when the worker ran each task, not when it was sent: under load a
+    # late run and the next, on time, can come well under a period apart (0.49 s for a
+    # 1 s entry was seen), while one tick sent twice runs back to back.
     gaps = [b - a for a, b in itertools.pairwise(runs)]
-    assert not gaps or min(gaps) > 0.5, f"{what} fired twice for one tick: {gaps}"
+    assert not gaps or min(gaps) > 0.25, f"{what} fired twice for one tick: {gaps}"
 
 
 def test_two_beats_share_one_schedule_changed_at_runtime(
