@@ -85,15 +85,17 @@ PY
 core=0
 integrations=0
 django42=0
-integrations_runs() {  # the integrations in .venv, then the Django tests on Django 4.2 LTS
+integrations_main() {  # the integrations in .venv
     local start=$SECONDS rc=0
     echo "==> pytest: tests/integrations/, in .venv"
     run_pytest .venv tests/integrations "$@" || rc=$?
     echo "$rc" > .test-logs/integrations.rc
     echo "==> pytest: tests/integrations/, in .venv: $((SECONDS - start)) s"
+}
+django42_run() {
     # Django 4.2 LTS as well as the 5.2 of .venv: the Django tests again (not the
     # slow ones: they repeat the engine's fault handling), with 4.2 ahead on the path.
-    rc=0
+    local start rc=0
     if ((!selecting)); then
         start=$SECONDS
         echo "==> pytest: tests/integrations/django/ on Django 4.2 LTS"
@@ -105,6 +107,10 @@ integrations_runs() {  # the integrations in .venv, then the Django tests on Dja
         echo "==> pytest: tests/integrations/django/ on Django 4.2 LTS: $((SECONDS - start)) s"
     fi
     echo "$rc" > .test-logs/django42.rc
+}
+integrations_runs() {  # the integrations in .venv, then the Django tests on Django 4.2 LTS
+    integrations_main "$@"
+    django42_run "$@"
 }
 # The core suite runs in two parts side by side, each about half its time: the
 # session layer and the families that wait out faults the most (FAULT_HEAVY),
@@ -123,7 +129,7 @@ if [[ "${ZK_RECIPES_TESTS_SERIAL:-}" == 1 ]]; then
     integrations_runs "$@"
 else
     phase "pytest: the core suite in two parts (.venv-core) beside the integrations (.venv; .test-logs/)"
-    integrations_runs "$@" > .test-logs/integrations.log 2>&1 &
+    integrations_main "$@" > .test-logs/integrations.log 2>&1 &
     integrations_pid=$!
     core_heavy=0
     {
@@ -138,6 +144,7 @@ else
     echo "==> pytest: the core suite, part 2: the rest"
     run_pytest .venv-core "${not_fault_heavy[@]}" "$@" || core=$?
     echo "==> pytest: the core suite, part 2: $((SECONDS - start)) s"
+    django42_run "$@"  # the shortest of the three runs takes it on
     wait "$core_heavy_pid" || true
     cat .test-logs/core-heavy.log
     core_heavy=$(cat .test-logs/core-heavy.rc 2>/dev/null || echo 1)
