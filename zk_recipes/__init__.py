@@ -155,8 +155,10 @@ from zk_recipes._internals.locklike import (
     LockLike as LockLike,
 )
 from zk_recipes._leader.latch import (
-    CloseMode as CloseMode,
     LeaderLatch as LeaderLatch,
+)
+from zk_recipes._leader.latch_values import (
+    CloseMode as CloseMode,
     LeaderLatchListener as LeaderLatchListener,
     LeaderLatchStatistics as LeaderLatchStatistics,
     LeadershipDecision as LeadershipDecision,
@@ -169,6 +171,10 @@ from zk_recipes._leader.selector import (
     LeaderSelector as LeaderSelector,
     LeaderSelectorStatistics as LeaderSelectorStatistics,
     LeadershipContext as LeadershipContext,
+)
+from zk_recipes._locks.lease import (
+    Lease as Lease,
+    SemaphoreStatistics as SemaphoreStatistics,
 )
 from zk_recipes._locks.lock import (
     Lock as Lock,
@@ -184,11 +190,7 @@ from zk_recipes._locks.rwlock import (
     ReadWriteLock as ReadWriteLock,
     WriteLock as WriteLock,
 )
-from zk_recipes._locks.semaphore import (
-    Lease as Lease,
-    Semaphore as Semaphore,
-    SemaphoreStatistics as SemaphoreStatistics,
-)
+from zk_recipes._locks.semaphore import Semaphore as Semaphore
 from zk_recipes._locks.semaphore_mutex import (
     SemaphoreMutex as SemaphoreMutex,
 )

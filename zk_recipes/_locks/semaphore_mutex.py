@@ -25,8 +25,9 @@ from zk_recipes._client.client import ZkClient
 from zk_recipes._deadline import acquire_deadline
 from zk_recipes._errors import RecipeUsageError
 from zk_recipes._internals.locklike import LockVerbs
+from zk_recipes._locks.lease import Lease
 from zk_recipes._locks.lock import LockStatistics
-from zk_recipes._locks.semaphore import MUTEX_RECIPE, Lease, mutex_semaphore
+from zk_recipes._locks.semaphore import MUTEX_RECIPE, mutex_semaphore
 from zk_recipes._types import Contender
 
 if TYPE_CHECKING:
