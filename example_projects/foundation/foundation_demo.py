@@ -60,7 +60,7 @@ def main() -> int:
         client = ZkClient(
             proxy.connect_string,
             namespace="demo",
-            session_timeout=5.0,
+            session_timeout=8.0,
             simulated_expiry_fraction=0.9,
         )
         client.add_listener(show_state)
@@ -88,7 +88,7 @@ def main() -> int:
                 f"{client.exists(member.path) is not None}"
             )
 
-            say("1b. pausing the server (SIGSTOP) for 7 s, longer than the 5 s session")
+            say("1b. pausing the server (SIGSTOP) for 10 s, longer than the 8 s session")
             seen.clear()
             paused_at = time.monotonic()
             server.pause()
@@ -97,7 +97,7 @@ def main() -> int:
                 f"    LOST known {time.monotonic() - paused_at:.2f} s into the pause: recipes "
                 "drop their locks now, before the server expires the session"
             )
-            time.sleep(max(0.0, 7.0 - (time.monotonic() - paused_at)))
+            time.sleep(max(0.0, 10.0 - (time.monotonic() - paused_at)))
             server.resume()
             wait_for(seen, ConnectionState.RECONNECTED)
             say(

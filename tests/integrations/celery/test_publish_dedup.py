@@ -184,29 +184,37 @@ def test_a_publisher_killed_between_marker_and_send_blocks_its_key_until_the_exp
         proj.report.delay("dead")
         """
     )
-    env = project.subprocess_env({"PUBLISH_EXPIRY": "2"})
+    # 4 s: the server reaps a marker past its TTL, and under load a 2 s one was gone
+    # before this test had read it.
+    env = project.subprocess_env({"PUBLISH_EXPIRY": "4"})
     died = subprocess.run([sys.executable, "-c", dying], env=env, timeout=60, check=False)
     assert died.returncode == 9
     [marker] = _markers(zk_client, "proj.report")
     dead_id = _marker_id(zk_client, marker)
+    _data, stat = zk_client.get(f"/celery/queued/proj.report/{marker}")
 
     # Within the bound the dead task's id comes back (the cost of the bound); after it,
     # a publish replaces the marker and queues. This process's tasks read EXPIRY=60, so
-    # a publisher with PUBLISH_EXPIRY=2 does the rest.
+    # a publisher with PUBLISH_EXPIRY=4 does the rest.
     assert proj.report.delay("dead").id == dead_id
-    time.sleep(2.2)  # the bound itself is what is tested: no event marks its end
+    # The bound itself is what is tested: no event marks its end (mtime: the server's clock,
+    # this machine's)
+    time.sleep(max(0.0, stat.mtime / 1000 + 4.2 - time.time()))
     after = textwrap.dedent(
         f"""
         import {proj.__name__} as proj
-        print(proj.report.delay("dead", hold=0).id, flush=True)
+        from zk_recipes_celery import get_client
+        new_id = proj.report.delay("dead", hold=0).id
+        data, _stat = get_client(proj.app).get("/celery/queued/proj.report/{marker}")
+        print(new_id, data.decode(), flush=True)  # read here: the marker lives 4 s
         """
     )
     queued = subprocess.run(
         [sys.executable, "-c", after], env=env, timeout=60, check=True, capture_output=True
     )
-    new_id = queued.stdout.decode().split()[-1]
+    new_id, marker_data = queued.stdout.decode().split()[-2:]
     assert new_id != dead_id
-    assert _marker_id(zk_client, marker) == new_id
+    assert json.loads(marker_data)["id"] == new_id
     project.start_worker(proj.__name__, concurrency=1)
     assert proj.report.AsyncResult(new_id).get(timeout=30) == f"report dead by {new_id}"
 
