@@ -1,16 +1,16 @@
-"""KazooConnection: one KazooClient, its lifecycle, and typed requests (paths are absolute).
+"""KazooConnection: one KazooClient, its lifecycle and its bookkeeping (paths are absolute).
 
 The lifecycle kazoo's own ``start``/``stop`` do not give (a start that keeps
 its timeout and can be aborted, a stop that does not wait on a silent
 server, a session abandoned for simulated expiry), the proof that the quorum
-heard us (``last_heard``, ``prove()``: the package note), and the typed
-requests every caller goes through (``_send`` checks their size and writes
-them directly when it may).
+heard us (``last_heard``, ``prove()``: the package note), and what each
+connection that came up saw (``generation``, ``resumed_since``). The typed
+requests it inherits are requests.py's, the watch operations watch_ops.py's.
 
-Size: over the house limit (tests/test_module_sizes.py): the connection's
-lifecycle and its typed requests share its state (the kazoo client, the
-direct sender, the bookkeeping the hooks keep); the wire records, the
-failures, the hooks and kazoo's logger are modules of their own.
+Size: over the house limit (tests/test_module_sizes.py): the start, stop and session
+abandonment share the kazoo client's private state with the bookkeeping its
+hooks keep (hooks.py) and the proof of the quorum; the requests, the watch
+operations, the wire records, the failures and kazoo's logger are apart.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import collections
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import kazoo.exceptions as kz_exc
@@ -28,44 +28,24 @@ from kazoo.exceptions import ConnectionDropped
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.connection import _SESSION_EXPIRED
 from kazoo.protocol.serialization import (
-    CheckVersion,
-    Create2,
-    Delete,
-    Exists,
-    GetChildren,
-    GetData,
-    SetData,
     Sync,
 )
-from kazoo.protocol.states import Callback, EventType, KazooState, KeeperState, WatchedEvent
+from kazoo.protocol.states import KazooState, KeeperState
 from kazoo.retry import KazooRetry
 
 from zk_recipes import _errors as errors, _paths
 from zk_recipes._client.direct_send import DirectSender
 from zk_recipes._client.kazoo.attempts import RecordingLogger
-from zk_recipes._client.kazoo.bound import Bound, Still, refused
+from zk_recipes._client.kazoo.bound import refused
 from zk_recipes._client.kazoo.failures import not_connected, translate
 from zk_recipes._client.kazoo.hooks import install_hooks
-from zk_recipes._client.kazoo.multi import Multi, TxOp
-from zk_recipes._client.kazoo.pending import Pending
 from zk_recipes._client.kazoo.records import (
-    EVENT_TYPES,
-    HEADER_BYTES,
-    REQUEST_NAMES,
     THROUGH_THE_LEADER,
-    CreateContainer,
-    CreateTTL,
     kazoo_acl,
-    stat_of,
 )
+from zk_recipes._client.kazoo.watch_ops import WatchOps
 from zk_recipes._client.kazoo.watches import (
-    CHILDREN,
-    DATA,
-    Fire,
-    ForgetDataWatch,
     PersistentRouter,
-    RemoveWatches,
-    set_watches_batches,
 )
 from zk_recipes._client.poll_select import poll_select
 from zk_recipes._client.resolve import check_hosts_resolve
@@ -74,25 +54,12 @@ from zk_recipes._settings import ClientSettings
 from zk_recipes._threads import run_in_thread
 from zk_recipes._types import (
     OPEN_ACL_UNSAFE,
-    Acl,
-    CreateMode,
-    WatchCallback,
-    WatchEvent,
-    WatchEventType,
-    ZnodeStat,
-    is_inline,
-    mark_inline,
 )
 
 log = logging.getLogger("zk_recipes.client")
 
 T = TypeVar("T")
 
-#: Requests kazoo may hold queued while disconnected (see KazooConnection._admit); a
-#: socket pair holds a few hundred 1-byte wake-ups before a writer blocks.
-_MAX_QUEUED_DISCONNECTED = 128
-#: Paths per setWatches2 request, as the Java client batches them (ClientCnxn).
-_SET_WATCHES_BYTES = 128 * 1024
 #: How often a start looks whether ``abort_start()`` was called.
 _START_STEP = 0.1
 
@@ -104,7 +71,7 @@ _START_STEP = 0.1
 RawStateHook = Callable[["KazooConnection", str, int], None]
 
 
-class KazooConnection:
+class KazooConnection(WatchOps):
     """One KazooClient, its connection hooks, and typed requests (paths are absolute)."""
 
     def __init__(
@@ -470,304 +437,6 @@ class KazooConnection:
         kz._queue.appendleft((_SESSION_EXPIRED, None))
         with contextlib.suppress(OSError, AttributeError):
             kz._connection._write_sock.send(b"\0")
-
-    # -- requests (absolute paths) ---------------------------------------
-    def create_async(
-        self,
-        path: str,
-        data: bytes,
-        mode: CreateMode,
-        acl: Sequence[Acl] | None = None,
-        ttl: float | None = None,
-    ) -> Pending[tuple[str, ZnodeStat]]:
-        kacl = kazoo_acl(acl) if acl is not None else self._acl
-        request: Any
-        if mode is CreateMode.CONTAINER:
-            request = CreateContainer(path, data, kacl, mode.value)
-        elif mode.is_ttl:
-            if ttl is None:
-                raise errors.ConfigurationError(f"{mode.name} needs ttl= (seconds)")
-            request = CreateTTL(path, data, kacl, mode.value, int(ttl * 1000))
-        else:
-            request = Create2(path, data, kacl, mode.value)
-        return self._call(request, path, lambda r: (str(r[0]), stat_of(r[1])))
-
-    def get_async(
-        self, path: str, watch: WatchCallback | None = None
-    ) -> Pending[tuple[bytes, ZnodeStat]]:
-        raw = self._send(GetData(path, self._watcher(watch)), path)
-        return Pending(raw, path, lambda r: (bytes(r[0] or b""), stat_of(r[1])), self)
-
-    def get_children_async(
-        self, path: str, watch: WatchCallback | None = None
-    ) -> Pending[list[str]]:
-        raw = self._send(GetChildren(path, self._watcher(watch)), path)
-        return Pending(raw, path, lambda r: [str(c) for c in r], self)
-
-    def exists_async(
-        self, path: str, watch: WatchCallback | None = None
-    ) -> Pending[ZnodeStat | None]:
-        raw = self._send(Exists(path, self._watcher(watch)), path)
-        return Pending(raw, path, lambda r: stat_of(r) if r is not None else None, self)
-
-    def set_async(
-        self, path: str, data: bytes, version: int = -1, still: Still | None = None
-    ) -> Pending[ZnodeStat]:
-        raw = self._send(SetData(path, data, version), path, still)
-        return Pending(raw, path, stat_of, self)
-
-    def delete_async(
-        self, path: str, version: int = -1, still: Still | None = None
-    ) -> Pending[None]:
-        raw = self._send(Delete(path, version), path, still)
-        return Pending(raw, path, lambda r: None, self)
-
-    def multi_async(
-        self, ops: Sequence[TxOp], still: Still | None = None
-    ) -> Pending[list[tuple[object, ...]]]:
-        """One multi of ``ops``; its results in order, stats ours, errors translated.
-
-        ``still``: written only while it says the holder's session is the
-        connection's (``bound.py``); ``HolderSessionLost`` otherwise, unsent.
-
-        Each result: ``("create", path, stat | None)``, ``("set", stat)``,
-        ``("delete",)``, ``("check",)``, or ``("error", error | None)`` when
-        the multi failed (None for an operation rolled back or not run).
-        """
-        records: list[Any] = []
-        for op in ops:
-            if op.kind == "create":
-                acl = kazoo_acl(op.acl) if op.acl is not None else self._acl  # type: ignore[arg-type]
-                if op.mode == 4:
-                    records.append(CreateContainer(op.path, op.data, acl, op.mode))
-                elif op.mode in (5, 6):
-                    records.append(CreateTTL(op.path, op.data, acl, op.mode, op.ttl))
-                else:
-                    records.append(Create2(op.path, op.data, acl, op.mode))
-            elif op.kind == "set":
-                records.append(SetData(op.path, op.data, op.version))
-            elif op.kind == "delete":
-                records.append(Delete(op.path, op.version))
-            else:
-                records.append(CheckVersion(op.path, op.version))
-
-        def convert(raw: Any) -> list[tuple[object, ...]]:
-            out: list[tuple[object, ...]] = []
-            for op, result in zip(ops, raw, strict=True):
-                if result[0] == "create":
-                    stat = stat_of(result[2]) if result[2] is not None else None
-                    out.append(("create", str(result[1]), stat))
-                elif result[0] == "set":
-                    out.append(("set", stat_of(result[1])))
-                elif result[0] == "error":
-                    code = int(result[1])
-                    failed = code not in (0, -2)  # 0: rolled back; -2: not run
-                    error = translate(kz_exc.EXCEPTIONS[code](), op.path) if failed else None
-                    out.append(("error", error))
-                else:
-                    out.append(result)
-            return out
-
-        path = ops[0].path if ops else "/"
-        return Pending(self._send(Multi(records), path, still), path, convert, self)
-
-    def sync_async(self, path: str) -> Pending[None]:
-        raw = self._send(Sync(path), path)
-        return Pending(raw, path, lambda r: None, self)
-
-    # -- persistent watches (watches.py) ----------------------------------
-    def route_watch(self, path: str, watch: WatchCallback, recursive: bool) -> Fire:
-        """Route events on ``path`` to ``watch`` (``add_watch_async`` then tells the server)."""
-        fire = self._watcher(watch)
-        assert fire is not None
-        self._router.add(path, fire, recursive)
-        return fire
-
-    def unroute_watch(self, path: str, fire: Fire, recursive: bool) -> bool:
-        """Stop routing to ``fire``; True when no watcher of that mode is left on ``path``."""
-        return self._router.remove(path, fire, recursive)
-
-    def add_watch_async(self, path: str, recursive: bool) -> Pending[None]:
-        """Send ``addWatch``: the server keeps the watch on this TCP connection.
-
-        In the strongest mode any watcher of ``path`` needs (``watches.py``).
-        """
-        return self._call(self._router.adding(path, recursive), path, lambda r: None)
-
-    def catch_up(
-        self,
-        relative_zxid: int,
-        data: list[str],
-        child: list[str],
-        on_child: WatchCallback,
-        timeout: float,
-    ) -> int:
-        """Have the server flag what changed since ``relative_zxid`` (``setWatches2``).
-
-        Catch-up events for ``data`` (NodeDataChanged, NodeDeleted) reach the
-        persistent watchers as any event does; those for ``child``
-        (NodeChildrenChanged) go to ``on_child`` too while this runs. Every
-        one has arrived when this returns: the server sends them before its
-        reply. Returns the requests sent (128 KiB of paths each, as Java).
-        """
-        fire = self._watcher(on_child)
-        assert fire is not None
-        limit = min(_SET_WATCHES_BYTES, self._max_request - HEADER_BYTES - 64)
-        batches = set_watches_batches(relative_zxid, data, child, limit)
-        self._router.hear_children(fire, True)
-        try:
-            sent = [self._call(batch, "/", lambda r: None) for batch in batches]
-            for pending in sent:
-                pending.result(timeout)
-        finally:
-            self._router.hear_children(fire, False)
-        return len(batches)
-
-    def remove_persistent(self, path: str) -> Pending[None] | None:
-        """The server's watch on ``path`` once a mode's last watcher left it (``unroute_watch``).
-
-        Kept while recursive watchers stay; narrowed to PERSISTENT when only
-        exact ones stay (``PersistentRouter.release``); else removed, sent as
-        ``removeWatches`` of type ANY: the persistent types (4, 5) exist only
-        from ZooKeeper 3.9, and a 3.6-3.8 server answers them with
-        MarshallingError after logging an ERROR with a stack trace, once per
-        connection. ANY also takes the path's one-shot watches, so it is not
-        sent while kazoo holds one there; then the server keeps the watch and
-        its events go to nobody until the connection ends. None when nothing
-        is sent; NOWATCHER (already gone) is success.
-        """
-        request = self._router.release(path)
-        kz = self._kz
-        if isinstance(request, RemoveWatches) and (
-            kz._data_watchers.get(path) or kz._child_watchers.get(path)
-        ):
-            log.debug("persistent watch on %s left on the server: other watches share it", path)
-            return None
-        if request is None:
-            return None
-        return self._call(request, path, lambda r: None)
-
-    def forget_one_shot(self, path: str, children: bool) -> Pending[None] | None:
-        """Take back a one-shot watch on ``path`` that no watcher of this client holds.
-
-        For the watches a cache's catch-up (``catch_up``) left on nodes that did
-        not change. Not sent where a persistent watch is on the path, or kazoo
-        holds a one-shot watcher there (the server keeps one per path and
-        connection); one kazoo registers meanwhile hears NONE, as on a
-        reconnect, and reads again. None when nothing is sent.
-        """
-        kz = self._kz
-        table = kz._child_watchers if children else kz._data_watchers
-        if self._router.watches(path) or table.get(path):
-            return None
-
-        def then() -> None:  # on kazoo's connection thread (ForgetDataWatch)
-            event = WatchedEvent(EventType.NONE, kz._state, path)
-            for other in table.pop(path, None) or ():
-                kz.handler.dispatch_callback(Callback("watch", other, (event,)))
-
-        request = ForgetDataWatch(path, CHILDREN if children else DATA, then)
-        return self._call(request, path, lambda r: None)
-
-    def forget_data_watch(self, path: str, watch: WatchCallback) -> Pending[None] | None:
-        """Take ``watch``'s one-shot data watch on ``path`` back: off the server and out of kazoo.
-
-        For a waiter that stopped waiting (timed out, cancelled): its watch
-        would otherwise stay on the server until the node changes, and its
-        callback in kazoo's table until then. The server keeps one data watch
-        per (connection, path), so other watchers kazoo holds for the path
-        lose theirs too: they get a NONE event, as on a reconnect, and read
-        again. Not sent where a persistent watch is on the path (a data
-        removal would take half of it on 3.6-3.8). None when nothing is sent.
-        """
-        if self._router.watches(path):
-            return None
-        kz = self._kz
-
-        def then() -> None:  # on kazoo's connection thread (ForgetDataWatch)
-            watchers = kz._data_watchers.pop(path, None)
-            others = [w for w in watchers or () if getattr(w, "__wrapped__", None) is not watch]
-            if others:
-                event = WatchedEvent(EventType.NONE, kz._state, path)
-                for other in others:
-                    kz.handler.dispatch_callback(Callback("watch", other, (event,)))
-
-        return self._call(ForgetDataWatch(path, DATA, then), path, lambda r: None)
-
-    def _admit(self, path: str) -> None:
-        """Refuse a request while disconnected once many already wait to be sent.
-
-        kazoo queues requests made while it is not connected and wakes its
-        connection thread with one byte per request on a socket pair, read back
-        only as each is sent. A long outage with requests made meanwhile (a
-        status poll every second, say) fills that socket after a few hundred,
-        and from then on every caller, ``close()`` included, blocks forever in
-        kazoo's ``send``. Past ``_MAX_QUEUED_DISCONNECTED`` a request fails at
-        once with ConnectionLostError instead: retryable, and nothing is queued.
-        """
-        kz = self._kz
-        if len(kz._queue) >= _MAX_QUEUED_DISCONNECTED and not kz.connected:
-            raise errors.ConnectionLostError(
-                f"{path}: not connected to ZooKeeper, and {len(kz._queue)} requests already "
-                "wait to be sent; try again once connected"
-            )
-
-    def _call(self, request: Any, path: str, convert: Callable[[Any], T]) -> Pending[T]:
-        return Pending(self._send(request, path), path, convert, self)
-
-    def _send(self, request: Any, path: str, still: Still | None = None) -> Any:
-        """Send ``request``: written by this thread when it may, else through kazoo's queue.
-
-        ``still``: a write as the holder of a node, sent only while the holder's
-        session is the connection's (``bound.py``): checked now, and again by
-        whoever writes it.
-
-        Every request of ours passes here, so this is where its size is checked:
-        the server drops the connection of a request over its jute.maxbuffer
-        (docs/settings.md, max_data_bytes), and kazoo would send it again on
-        every reconnect. The body serialized for the check is the one a direct
-        send writes; kazoo's queue serializes it again.
-        """
-        body = request.serialize()
-        if len(body) + HEADER_BYTES > self._max_request:
-            raise _paths.request_too_large(
-                REQUEST_NAMES.get(request.type, "ZooKeeper"),
-                self._shown(path),
-                len(body) + HEADER_BYTES,
-                self._max_request,
-            )
-        raw = self._kz.handler.async_result()
-        if still is not None:
-            request = Bound(request, still, self._shown(path))
-            if refused(request, raw):
-                return raw
-        if self._direct.send(request, raw, body):
-            return raw
-        self._admit(path)
-        if self._kz._call(request, raw) is False:
-            raise translate(raw.exception, path, stopped=self.stopping)
-        return raw
-
-    def _shown(self, path: str) -> str:
-        """``path`` as callers name it (without the client's namespace)."""
-        return path if self._event_path is None else self._event_path(path)
-
-    def _watcher(self, watch: WatchCallback | None) -> Callable[[Any], None] | None:
-        if watch is None:
-            return None
-
-        event_path = self._event_path
-
-        def _fire(event: Any) -> None:
-            path = event.path
-            if event_path is not None:
-                path = event_path(path) if path else None
-            watch(WatchEvent(EVENT_TYPES.get(event.type, WatchEventType.NONE), path))
-
-        _fire.__wrapped__ = watch  # type: ignore[attr-defined]  # forget_data_watch finds it
-        if is_inline(watch):
-            mark_inline(_fire)
-        return _fire
 
     def close_session_on_server(self, client_id: tuple[int, bytes], timeout: float) -> None:
         """Close a session we gave up on, so its ephemeral nodes go now rather than at expiry.
