@@ -15,10 +15,14 @@ runs on the same server, in rotating order, ``--runs`` times (3 by default).
   update-to-event latency (the ``set`` call to the listener's event), p50
   and p99, and server requests per change beyond the write itself. Single
   node: our NodeCache against kazoo's DataWatch.
-- **churn**: the same tree; a writer creates a new leaf, waits for the cache's
-  event, deletes it, waits again; server requests per create-and-delete pair
-  beyond the two writes (kazoo's TreeCache re-lists the parent and reads and
-  watches the new node; ours reads the new node once and the deleted one once).
+- **mix**: a tree of 10,101 nodes (200 leaves with ``--tiny``); a writer
+  creates N new leaves, then sets each, then deletes each, every change
+  waited for at the cache's listener; server requests per create, per data
+  change and per delete beyond the write itself, and their mean (a third of
+  each kind). kazoo's TreeCache reads and watches a new node and re-lists its
+  parent on a create, reads on a change, and reads and re-lists on a delete;
+  ours reads a new node once, a changed one once, and a deleted one not at
+  all (its notification is final).
 - **reconnect**: a loaded cache of N nodes is cut off (a proxy drops its
   traffic), 10 nodes change meanwhile, the proxy heals; server requests from
   then until the cache is equal to the server again (ours: RESYNCED; kazoo's:
@@ -57,7 +61,7 @@ from kazoo.client import KazooClient
 import zk_recipes
 from zk_recipes import CacheEventType, NodeCache, TreeCache, ZkClient
 
-SECTIONS = ("load", "latency", "churn", "reconnect")
+SECTIONS = ("load", "latency", "mix", "reconnect")
 IMPLS = ("ours", "kazoo")
 #: As in the locks benchmark: ZooKeeper's real standalone mode, no container reaping.
 SERVER_OPTIONS: dict[str, Any] = {"standalone_mode": True, "container_check_interval": 60.0}
@@ -330,34 +334,64 @@ def section_latency(target: Target, admin: Any, changes: int, runs: int) -> dict
 
 
 class _Seen:
-    """A listener for the churn: wakes the writer when ``path`` was created, or deleted."""
+    """A listener for the mix: wakes the writer when ``path`` had the ``kind`` of event awaited."""
 
     def __init__(self) -> None:
         self.path = ""
-        self.created = True
+        self.kind = "create"
         self.arrived = threading.Event()
 
     def ours(self, event: Any) -> None:
-        kind = CacheEventType.CREATED if self.created else CacheEventType.DELETED
+        kind = {
+            "create": CacheEventType.CREATED,
+            "change": CacheEventType.CHANGED,
+            "delete": CacheEventType.DELETED,
+        }[self.kind]
         if event.type is kind and event.path == self.path:
             self.arrived.set()
 
     def kazoo(self, event: Any) -> None:
         from kazoo.recipe.cache import TreeEvent
 
-        kind = TreeEvent.NODE_ADDED if self.created else TreeEvent.NODE_REMOVED
+        kind = {
+            "create": TreeEvent.NODE_ADDED,
+            "change": TreeEvent.NODE_UPDATED,
+            "delete": TreeEvent.NODE_REMOVED,
+        }[self.kind]
         data = event.event_data
         if event.event_type == kind and data is not None and data.path == self.path:
             self.arrived.set()
 
 
-def section_churn(target: Target, admin: Any, count: int, runs: int) -> dict[str, Any]:
+MIX_KINDS = ("create", "change", "delete")
+
+
+def _mix_phase(target: Target, admin: Any, seen: _Seen, kind: str, paths: list[str]) -> float:
+    """One kind of change to every path, each waited for; requests per change beyond the write."""
+    before = target.packets()
+    for index, path in enumerate(paths):
+        seen.path, seen.kind = path, kind
+        seen.arrived.clear()
+        if kind == "create":
+            admin.create(path, DATA)
+        elif kind == "change":
+            admin.set(path, str(index).encode())
+        else:
+            admin.delete(path)
+        if not seen.arrived.wait(10):
+            raise RuntimeError(f"no event for the {kind} of {path}")
+    time.sleep(0.5)  # the last event's follow-up reads
+    return (target.packets() - before - target.mntr_overhead - len(paths)) / len(paths)
+
+
+def section_mix(target: Target, admin: Any, size: int, count: int, runs: int) -> dict[str, Any]:
+    """Leaf creates, data changes and leaf deletes in a loaded tree: requests per change of each."""
     from kazoo.recipe.cache import TreeCache as KazooTreeCache, TreeEvent
 
-    root = f"{target.root}/churn"
-    build_tree(admin, root, 1000)
-    results: dict[str, list[float]] = {}
-    for _round, order in rotating_rounds(IMPLS, runs):
+    root = f"{target.root}/mix"
+    build_tree(admin, root, size)
+    results: dict[str, dict[str, list[float]]] = {}
+    for round_, order in rotating_rounds(IMPLS, runs):
         for impl in order:
             seen = _Seen()
             if impl == "ours":
@@ -365,7 +399,7 @@ def section_churn(target: Target, admin: Any, count: int, runs: int) -> dict[str
                 cache: Any = TreeCache(client, root)
                 cache.listen(seen.ours)
                 cache.start()
-                cache.wait_initialized(120)
+                cache.wait_initialized(300)
             else:
                 kz = KazooClient(target.hosts, timeout=30.0)
                 kz.start(timeout=30)
@@ -376,37 +410,32 @@ def section_churn(target: Target, admin: Any, count: int, runs: int) -> dict[str
                 )
                 cache.listen(seen.kazoo)
                 cache.start()
-                ready.wait(120)
+                ready.wait(300)
             time.sleep(0.2)
-            before = target.packets()
-            for index in range(count):
-                path = f"{root}/d{index % 10:04d}/churn{index}"
-                for what in ("create", "delete"):
-                    seen.path, seen.created = path, what == "create"
-                    seen.arrived.clear()
-                    if what == "create":
-                        admin.create(path, DATA)
-                    else:
-                        admin.delete(path)
-                    if not seen.arrived.wait(10):
-                        raise RuntimeError(f"{impl}: no event for the {what} of {path}")
-            time.sleep(0.5)  # the last event's follow-up reads
-            total = target.packets() - before - target.mntr_overhead - 2 * count
-            results.setdefault(impl, []).append(total / count)
+            dirs = max(1, size // FANOUT)
+            paths = [f"{root}/d{i % dirs:04d}/mix{round_}-{impl}-{i}" for i in range(count)]
+            per = results.setdefault(impl, {kind: [] for kind in MIX_KINDS})
+            for kind in MIX_KINDS:
+                per[kind].append(_mix_phase(target, admin, seen, kind, paths))
             cache.close()
             if impl == "ours":
                 client.close()
             else:
                 kz.stop()
                 kz.close()
-            progress(f"churn {impl}: {results[impl][-1]:.2f} requests per create and delete")
-    out: dict[str, Any] = {
-        impl: {"requests_per_create_and_delete_median": median(values), "runs": values}
-        for impl, values in results.items()
-    }
+            shown = ", ".join(f"{kind} {per[kind][-1]:.2f}" for kind in MIX_KINDS)
+            progress(f"mix {impl}: requests per {shown}")
+    out: dict[str, Any] = {"nodes": size + size // FANOUT + 1, "changes_per_kind": count}
+    for impl, per in results.items():
+        medians = {f"requests_per_{kind}_median": median(per[kind]) for kind in MIX_KINDS}
+        out[impl] = {
+            **medians,
+            # A third of each kind: the mean of the three.
+            "requests_per_change_median": sum(medians.values()) / len(MIX_KINDS),
+            "runs": per,
+        }
     out["kazoo_over_ours"] = ratio(
-        out["kazoo"]["requests_per_create_and_delete_median"],
-        out["ours"]["requests_per_create_and_delete_median"],
+        out["kazoo"]["requests_per_change_median"], out["ours"]["requests_per_change_median"]
     )
     return out
 
@@ -507,6 +536,7 @@ def main() -> None:
     sizes = [200] if args.tiny else [1000, 10_000] if args.quick else [10_000, 100_000]
     changes = 20 if args.tiny else 100 if args.quick else 500
     reconnect_size = 300 if args.tiny else 2000 if args.quick else 10_000
+    mix_size = 200 if args.tiny else 10_000
     document: dict[str, Any] = {
         "benchmark": "caches",
         "quick": args.quick,
@@ -525,8 +555,10 @@ def main() -> None:
                 document["load"] = section_load(target, admin, sizes, args.runs)
             if "latency" in sections:
                 document["latency"] = section_latency(target, admin, changes, args.runs)
-            if "churn" in sections:
-                document["churn"] = section_churn(target, admin, changes // 5, args.runs)
+            if "mix" in sections:
+                document["mix"] = section_mix(
+                    target, admin, mix_size, changes // 5 if args.tiny else changes // 2, args.runs
+                )
             if "reconnect" in sections:
                 document["reconnect"] = section_reconnect(target, admin, reconnect_size, args.runs)
         finally:

@@ -21,6 +21,7 @@ import contextlib
 import random
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -32,6 +33,7 @@ from zk_recipes import (
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
+    Pending,
     Perms,
     TreeCache,
     ZkClient,
@@ -54,6 +56,9 @@ class _Replay:
         self.lock = threading.Lock()
         self.nodes: dict[str, tuple[int, int]] = {}
         self.errors: list[str] = []
+        #: Per path, the lowest czxid a CREATED may show: newer than any node shown
+        #: there before, and past one shown DELETED (a cache only moves forward).
+        self.made: dict[str, int] = {}
 
     def __call__(self, event: CacheEvent) -> None:
         with self.lock:
@@ -61,14 +66,20 @@ class _Replay:
             if event.type is CREATED and path is not None and node is not None:
                 if path in self.nodes:
                     self.errors.append(f"CREATED of a cached path {path}")
+                if node.stat.czxid < self.made.get(path, 0):
+                    self.errors.append(f"CREATED of {path}: a node shown before, or older")
+                self.made[path] = node.stat.czxid
                 self.nodes[path] = (node.stat.czxid, node.stat.mzxid)
             elif event.type is CHANGED and path is not None and node is not None:
                 was, now = self.nodes.get(path), (node.stat.czxid, node.stat.mzxid)
                 if was is None or was[0] != now[0] or now[1] <= was[1]:
                     self.errors.append(f"CHANGED of {path} from {was} to {now}")
                 self.nodes[path] = now
-            elif event.type is DELETED and path is not None and self.nodes.pop(path, None) is None:
-                self.errors.append(f"DELETED of an absent path {path}")
+            elif event.type is DELETED and path is not None:
+                if self.nodes.pop(path, None) is None:
+                    self.errors.append(f"DELETED of an absent path {path}")
+                if event.old is not None:
+                    self.made[path] = event.old.stat.czxid + 1
 
 
 def _make(writer: ZkClient, path: str, data: bytes) -> None:
@@ -173,3 +184,43 @@ def test_random_changes_while_cut_off_leave_the_caches_exact(
             assert tree.unreadable == {f"{root}/secret"}
     assert expiries > 0
     assert incremental >= ROUNDS - expiries  # every cut healed with the server's diff
+
+
+def test_deletes_applied_without_a_read_keep_the_stream_in_the_servers_order(
+    zk_client_factory: ClientFactory,
+) -> None:
+    """A DELETED notification is applied without a read, in order with the reads in flight.
+
+    A writer pipelines creates, sets and deletes of a few names (nothing waits
+    for the cache), so reads of a name made again are in flight around the
+    notification of its delete: a read sent after the delete finds the new
+    node, and the delete, stamped before it, must leave that node alone. The
+    stream replays to the cache and never shows a node older than one shown
+    before at the same path; the cache ends equal to the server.
+    """
+    rng = random.Random(SEED)
+    root = "/pipelined"
+    writer = zk_client_factory()
+    writer.create(root)
+    watcher = zk_client_factory()
+    replay = _Replay()
+    names = [f"{root}/n{index}" for index in range(4)]
+    with TreeCache(watcher, root) as tree:
+        tree.listen(replay)
+        assert tree.wait_initialized(20)
+        sent: list[Pending[Any]] = []
+        for _ in range(400):
+            path, kind = rng.choice(names), rng.choice(["create", "create", "set", "delete"])
+            if kind == "create":
+                sent.append(writer.create_async(path, bytes([rng.randrange(256)])))
+            elif kind == "set":
+                sent.append(writer.set_async(path, bytes([rng.randrange(256)])))
+            else:
+                sent.append(writer.delete_async(path))
+        for pending in sent:
+            with contextlib.suppress(NoNodeError, NodeExistsError):
+                pending.result(10)
+        wait_until(lambda: _cached(tree) == _server_tree(writer, root), "equal", timeout=15)
+        with replay.lock:
+            assert replay.errors == []
+            assert set(replay.nodes) == set(tree.current())

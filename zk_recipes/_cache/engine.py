@@ -28,6 +28,12 @@ cache only moves forward, through states the server held. Per node:
   stale read and is dropped; an equal one changes nothing (a newer stat, a
   child added, is kept silently);
 - NoNode -> DELETED, with everything cached below it, deepest first;
+- a DELETED notification is final, and needs no read: it is stamped with
+  the zxid of the newest reply read before it (the server answers what it
+  handled before the delete ahead of the notification) and applied in the
+  pipeline's order to a cached node made no later than that (a node made
+  later is a new one of the same name, found by a read sent after the
+  delete). Creates and data changes cost one read each, deletes none;
 - NoAuth, and other failed reads: ``reads.py`` (an unreadable node is
   skipped and reported, never a cache that does not initialize; a read
   error on a live connection is read again, not left for a reconnect).
@@ -41,8 +47,8 @@ and ends every wait with the error.
 Size: over the house limit (tests/test_module_sizes.py): one worker and the
 ordered pipeline it runs (its queue, applying reads, the faces' reads) share
 its in-flight queue; the walks (walks.py), the reads (reads.py), what is
-stored (store.py), the values and events (values.py) and the three faces
-are modules of their own.
+stored (store.py), its scope (scope.py), the values and events (values.py)
+and the three faces are modules of their own.
 """
 
 from __future__ import annotations
@@ -282,49 +288,6 @@ class CacheEngine(Walks):
             raise failure
         return done
 
-    # -- what is in scope --------------------------------------------------
-    def depth(self, path: str) -> int | None:
-        """How far below the root ``path`` is (0: the root), None if not under it."""
-        root = self.root
-        if path == root:
-            return 0
-        prefix = root if root == "/" else root + "/"
-        if not path.startswith(prefix):
-            return None
-        return path[len(prefix) :].count("/") + 1
-
-    def _in_scope(self, path: str) -> bool:
-        depth = self.depth(path)
-        if depth is None or (self._max_depth is not None and depth > self._max_depth):
-            return False
-        if self._unreadable and path != self.root and self._below_unreadable(path):
-            return False
-        selector = self._selector
-        if selector is None:
-            return True
-        # The node and each ancestor below the root must be selected.
-        candidate = path
-        while True:
-            if not selector(candidate):
-                return False
-            if candidate == self.root:
-                return True
-            candidate = _paths.parent_of(candidate)
-
-    def _below_unreadable(self, path: str) -> bool:
-        while path != self.root:
-            path = _paths.parent_of(path)
-            if path in self._unreadable:
-                return True
-        return False
-
-    def _descends(self, path: str) -> bool:
-        """Whether the cache holds children of ``path`` (recursive, above max_depth)."""
-        if not self._recursive:
-            return False
-        depth = self.depth(path)
-        return self._max_depth is None or depth is None or depth < self._max_depth
-
     def _live(self, generation: int) -> bool:
         """Whether connection ``generation`` is the client's, and up."""
         state = self.client.state
@@ -339,8 +302,9 @@ class CacheEngine(Walks):
         with self._lock:
             if self._closed:
                 return
-            if self._collect is not None and item[0] in ("event", "list"):
-                self._collect.append(item)  # a catch-up's: its walk reads them
+            if self._collect is not None and item[0] in ("event", "list", "gone"):
+                # A catch-up's: its walk reads them (a DELETED too: read, it says NoNode).
+                self._collect.append(item if item[0] != "gone" else ("event", item[1]))
                 return
             self._work.append(item)
             self._wake.notify()
@@ -407,6 +371,12 @@ class CacheEngine(Walks):
                     in_flight.append(read)
                 else:
                     self._dirty.add(path)
+        elif kind == "gone":
+            path = item[1]
+            if self._leftover is not None:
+                self._leftover.data.discard(path)
+            if self._in_scope(path) or path in self._unreadable:
+                in_flight.append(item)  # applied in order with the reads sent before it
         elif kind == "resync":
             self._resync(item[1] if len(item) > 1 else None, in_flight)
         elif kind == "list":
@@ -439,6 +409,9 @@ class CacheEngine(Walks):
 
     def _finish(self, item: Read | tuple[Any, ...], in_flight: collections.deque[Any]) -> None:
         if isinstance(item, tuple):
+            if item[0] == "gone":
+                self._gone(item[1], item[2])
+                return
             change: StateChange = item[1]
             if change.state is ConnectionState.SUSPENDED or change.state.ends_session:
                 self.synced.clear()
@@ -536,6 +509,24 @@ class CacheEngine(Walks):
         old, events = self.store.apply(CachedNode(path, data if self._cache_data else None, stat))
         self._emit(events)
         return old
+
+    def _gone(self, path: str, before: int) -> None:
+        """A DELETED notification, applied without a read (the module note).
+
+        ``before``: the zxid of the newest reply read ahead of the
+        notification. A cached node made no later than that is the one
+        deleted; one made later was read after the delete, so it is a new
+        node of the same name, and the read that found it was right.
+        """
+        cached = self.store.get(path)
+        if cached is not None and cached.stat.czxid <= before:
+            self._apply_gone(path)
+        elif cached is None and path in self._unreadable:
+            self._unreadable.discard(path)
+
+    def _zxid_now(self) -> int:
+        """The Sink's stamp of a DELETED notification (on the connection's thread)."""
+        return self.client.last_zxid
 
     def _apply_gone(self, path: str) -> None:
         if self._walk is not None:

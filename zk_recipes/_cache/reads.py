@@ -44,6 +44,8 @@ class Queues(Protocol):
 
     def _queue(self, item: tuple[Any, ...]) -> None: ...
 
+    def _zxid_now(self) -> int: ...
+
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -153,7 +155,15 @@ class Backoff:
 
 
 class Sink:
-    """The watch's callback: on the connection thread, it only queues the path (mark_inline)."""
+    """The watch's callback: on the connection thread, it only queues the path (mark_inline).
+
+    A DELETED notification of the persistent watch is final: it is queued
+    with the zxid of the newest reply read before it (``ZkClient.last_zxid``),
+    and applied without a read, in the read pipeline's order, to a cached
+    node made no later than that zxid (``CacheEngine._gone``). A one-shot
+    watch's DELETED is read like any other event (the mode that re-arms
+    watches by reading).
+    """
 
     def __init__(self, engine: Queues) -> None:
         self._engine = engine
@@ -162,11 +172,15 @@ class Sink:
         path = event.path
         if path is None or event.type is WatchEventType.NONE:
             return  # a one-shot watch dropped with the connection: the next walk re-arms it
+        engine = self._engine
         if event.type is WatchEventType.CHILD:
-            if self._engine.one_shot:  # a persistent watch's CHILD says nothing new
-                self._engine._queue(("list", path))
+            if engine.one_shot:  # a persistent watch's CHILD says nothing new
+                engine._queue(("list", path))
             return
-        self._engine._queue(("event", path))
+        if event.type is WatchEventType.DELETED and not engine.one_shot:
+            engine._queue(("gone", path, engine._zxid_now()))
+            return
+        engine._queue(("event", path))
 
 
 mark_inline(Sink)

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from zk_recipes import _paths
 from zk_recipes._cache.reads import Backoff, ChildCatchUp, Read
+from zk_recipes._cache.scope import Scope
 from zk_recipes._cache.store import CacheStore
 from zk_recipes._cache.values import CachedNode, CacheEvent, CacheEventType
 from zk_recipes._client.client import ZkClient
@@ -84,18 +85,16 @@ class Leftover:
     child: set[str]
 
 
-class Walks:
+class Walks(Scope):
     """The engine's re-synchronisations (a part of ``CacheEngine``, kept here for its size)."""
 
     # Provided by CacheEngine.
     client: ZkClient
-    root: str
     store: CacheStore
     one_shot: bool
     initialized: threading.Event
     synced: threading.Event
     _name: str
-    _recursive: bool
     _lock: threading.Lock
     _walks: int
     _walk: Walk | None
@@ -114,10 +113,6 @@ class Walks:
         def _read(
             self, path: str, *, walk: int, children: bool = False, data: bool = True
         ) -> Read | None: ...
-
-        def _in_scope(self, path: str) -> bool: ...
-
-        def _descends(self, path: str) -> bool: ...
 
         def _prune_children(self, path: str, listed: set[str]) -> None: ...
 

@@ -102,6 +102,19 @@ class SessionView:
         return conn.negotiated_timeout if conn is not None else None
 
     @property
+    def last_zxid(self) -> int:
+        """The zxid the newest reply read on this client carried (0 before any).
+
+        For recipe authors keeping a cache: read in a watch callback marked
+        inline (on the connection's thread), it says which replies came before
+        the notification. Every reply read before it carries a zxid older than
+        the change notified, every later one a zxid at least as new; a node
+        read before a DELETED notification has a ``czxid`` at most this.
+        """
+        conn = self._conn
+        return conn.last_zxid if conn is not None else 0
+
+    @property
     def connected_address(self) -> tuple[str, int] | None:
         """(host, port) of the server this client is connected to, if any."""
         conn = self._conn

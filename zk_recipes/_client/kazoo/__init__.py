@@ -37,8 +37,9 @@ What it adds to kazoo:
 The package's modules, along its seams: ``connection`` (KazooConnection: the
 kazoo client's lifecycle and bookkeeping), ``requests`` (the typed requests
 and the one door they go out by), ``watch_ops`` (persistent watches, the
-catch-up after a reconnect, one-shot watches taken back), ``hooks`` (every reach into kazoo's private
-attributes, listed in one place: what a kazoo upgrade must re-check),
+catch-up after a reconnect, one-shot watches taken back), ``hooks`` (every
+reach into kazoo's private attributes, listed in one place: what a kazoo
+upgrade must re-check),
 ``records`` (wire records and their conversions), ``failures`` (kazoo's
 exceptions as ours), ``pending`` (a typed request in flight) and ``attempts``
 (kazoo's logger, remembering why a connection attempt failed). Nothing outside

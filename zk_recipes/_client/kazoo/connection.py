@@ -239,6 +239,19 @@ class KazooConnection(WatchOps):
             # silence, would only declare a fresh, healthy session LOST.
             self.last_heard = session_clock()
 
+    @property
+    def last_zxid(self) -> int:
+        """The zxid in the header of the newest reply read on this client (kazoo's ``last_zxid``).
+
+        Read on the connection's thread (an inline watch callback) it orders a
+        notification among the replies: a server sends the replies to the
+        requests it handled before a change ahead of the change's notification,
+        each carrying the zxid it had applied then, so every reply read before
+        the notification carries a zxid older than the change's.
+        """
+        kz = self._kz
+        return int(kz.last_zxid or 0) if kz is not None else 0
+
     def resumed_since(self, generation: int) -> int | None:
         """The zxid seen when connection ``generation`` ended, if its session is still ours.
 
