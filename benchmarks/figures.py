@@ -11,10 +11,12 @@ so a new run's JSON and the page land together.
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -354,6 +356,313 @@ def chaos(path: Path, doc: Doc) -> Lines:
     yield ""
 
 
+# -- cost as work grows (scale.py) ----------------------------------------------------------
+
+#: A step of a curve (on log-log axes) is flat below this slope, linear around 1.
+FLAT_SLOPE = 0.15
+LINEAR_SLOPES = (0.75, 1.25)
+
+
+def _v(value: float) -> str:
+    """A measured value, with as many digits as it deserves."""
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+
+
+def _step_kind(slope: float) -> str:
+    if abs(slope) < FLAT_SLOPE:
+        return "flat"
+    if slope < 0:
+        return "falls"
+    low, high = LINEAR_SLOPES
+    if low <= slope <= high:
+        return "linear"
+    return "sublinear" if slope < low else "superlinear"
+
+
+def shape(xs: Sequence[int], ys: Sequence[float], unit: str = "") -> str:
+    """How a curve grows, from the log-log slope of each step: flat, linear, or where it bends."""
+    points = [(x, y) for x, y in zip(xs, ys, strict=True)]
+    if len(points) < 2:
+        return "one point only"
+    if any(y <= 0 for _, y in points):
+        return ", ".join(f"{_v(y)}{unit} at {x:,}" for x, y in points)
+    slopes = [
+        math.log(b / a) / math.log(x2 / x1) for (x1, a), (x2, b) in itertools.pairwise(points)
+    ]
+    kinds = [_step_kind(slope) for slope in slopes]
+    (x0, y0), (xn, yn) = points[0], points[-1]
+    span = f"{_v(y0)}{unit} at {x0:,} to {_v(yn)}{unit} at {xn:,}"
+    overall = math.log(yn / y0) / math.log(xn / x0)
+    if all(kind == "flat" for kind in kinds):
+        return f"**flat**: {span}"
+    if all(kind == "linear" for kind in kinds):
+        return (
+            f"**linear**: {span} (x{yn / y0:,.0f} for x{xn // x0:,}; log-log slope {overall:.2f})"
+        )
+    flat = next(i for i, kind in enumerate(kinds) if kind != "flat")
+    if flat and all(kind not in ("flat", "falls") for kind in kinds[flat:]):
+        xk, yk = points[flat]
+        return (
+            f"**flat, then a knee at {xk:,}**: {_v(y0)}{unit} at {x0:,}, {_v(yk)}{unit} at "
+            f"{xk:,}, then x{yn / yk:.1f} to {_v(yn)}{unit} at {xn:,}"
+        )
+    if max(ys) / min(ys) < 1.6:
+        values = ", ".join(f"{_v(y)}{unit} at {x:,}" for x, y in points)
+        return f"**flat** within x{max(ys) / min(ys):.2f}: {values}"
+    steps = "; ".join(
+        f"{x1:,} to {x2:,}: x{b / a:.2f} ({kind})"
+        for ((x1, a), (x2, b)), kind in zip(itertools.pairwise(points), kinds, strict=True)
+    )
+    return f"{span} ({steps})"
+
+
+def _curve(block: Doc, impl: str, *keys: str) -> tuple[list[int], list[float]]:
+    """(counts, values) of ``impl``'s figure ``keys`` over a section's counts, where measured."""
+    xs, ys = [], []
+    for count, entry in sorted(block.items(), key=lambda item: int(item[0])):
+        value: Any = entry.get(impl)
+        if isinstance(value, dict) and value.get("started", int(count)) < int(count):
+            continue  # not every client started: not a point of the curve
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, (int, float)):
+            xs.append(int(count))
+            ys.append(float(value))
+    return xs, ys
+
+
+def _shape_of(block: Doc, impl: str, *keys: str, unit: str = "", scale: float = 1.0) -> str:
+    xs, ys = _curve(block, impl, *keys)
+    return shape(xs, [y * scale for y in ys], unit)
+
+
+def _pair(kazoo: Doc, ours: Doc, key: str) -> str:
+    return f"{_n(kazoo[key], 1)} / {_n(ours[key], 1)}"
+
+
+def _image(name: str, alt: str) -> Lines:
+    yield f"![{alt}](../img/scale-{name}.png)"
+    yield ""
+
+
+def _scale_handoff(doc: Doc) -> Lines:
+    yield "### Lock hand-off as waiters grow"
+    yield ""
+    yield from _image("handoff", "Hand-off latency, requests and notifications against waiters")
+    rows = []
+    for mode in ("threads", "processes"):
+        section = doc.get(f"handoff_{mode}")
+        for waiters, run in sorted(
+            (section or {}).get("waiters", {}).items(), key=lambda i: int(i[0])
+        ):
+            kazoo, ours = run["kazoo_lock"], run["ours"]
+            rows.append(
+                [
+                    f"{int(waiters):,}",
+                    mode,
+                    f"{_n(kazoo['handoff']['p50_ms'])} / {_n(kazoo['handoff']['p90_ms'])}",
+                    f"{_n(ours['handoff']['p50_ms'])} / {_n(ours['handoff']['p90_ms'])}",
+                    _x(run["ratios"]["ours_over_kazoo_lock_p50"]),
+                    _pair(kazoo, ours, "requests_per_handoff"),
+                    _pair(kazoo, ours, "notifications_per_release"),
+                ]
+            )
+    header = [
+        "waiters",
+        "contenders",
+        "kazoo ms (p50 / p90)",
+        "ours ms (p50 / p90)",
+        "ours/kazoo p50",
+        "requests (kazoo / ours)",
+        "notifications (kazoo / ours)",
+    ]
+    yield from _table(header, rows)
+    for mode in ("threads", "processes"):
+        section = doc.get(f"handoff_{mode}")
+        if not section:
+            continue
+        block = section["waiters"]
+        for impl, label in (("ours", "ours"), ("kazoo_lock", "kazoo's")):
+            notes = sorted({v for v in _curve(block, impl, "notifications_per_release")[1]})
+            yield (
+                f"- {mode.capitalize()}, {label}: hand-off p50 "
+                f"{_shape_of(block, impl, 'handoff', 'p50_ms', unit=' ms')}; requests per "
+                f"hand-off {_shape_of(block, impl, 'requests_per_handoff')}; watch "
+                f"notifications per release {' and '.join(f'{n:g}' for n in notes)} at every count."
+            )
+        for skipped in section.get("not_run", []):
+            yield f"- {skipped['waiters']:,} waiters as processes: not run. {skipped['reason']}"
+    yield ""
+    yield (
+        "A release wakes one waiter, the next in line (one notification at every count, for "
+        "both locks), so what a release costs does not depend on how many wait behind it."
+    )
+    yield ""
+
+
+def _scale_tree(doc: Doc) -> Lines:
+    section = doc["tree"]
+    yield "### TreeCache as the tree grows"
+    yield ""
+    yield from _image("tree", "TreeCache load time, memory and resync requests against nodes")
+    rows = []
+    for size, entry in sorted(section["sizes"].items(), key=lambda item: int(item[0])):
+        cells = [f"{int(size):,}", f"{_n(entry['build']['seconds'], 1)}"]
+        for impl in ("kazoo", "ours"):
+            run = entry.get(impl, {})
+            if "seconds" in run:
+                cells.append(
+                    f"{_n(run['seconds'])} s, {run['rss_added_bytes'] / 2**20:,.0f} MB, "
+                    f"{run['resync_requests']:,}"
+                )
+            else:
+                cells.append("not run" if "skipped" in run else "failed")
+        rows.append(cells)
+    header = [
+        "leaves",
+        "tree made in (s)",
+        "kazoo: load, RSS added, resync requests",
+        "ours: load, RSS added, resync requests",
+    ]
+    yield from _table(header, rows)
+    sizes = section["sizes"]
+    for impl, label in (("ours", "ours"), ("kazoo", "kazoo's")):
+        yield (
+            f"- {label.capitalize()}: load {_shape_of(sizes, impl, 'seconds', unit=' s')}; RSS "
+            f"{_shape_of(sizes, impl, 'rss_added_bytes', unit=' MB', scale=2**-20)}; resync "
+            f"requests {_shape_of(sizes, impl, 'resync_requests')}."
+        )
+    for skipped in section.get("not_run", []):
+        yield f"- {skipped['nodes']:,} leaves, {skipped['who']}: {skipped['reason']}"
+    largest = str(section["largest_ours"])
+    if largest in sizes:
+        build = sizes[largest]["build"]
+        memory = section.get("server_memory_at_end") or {}
+        heap = section.get("server_heap_max_mb")
+        yield (
+            f"- The largest tree, {int(largest):,} leaves ({build['server_znode_count']:,} "
+            f"znodes on the server), was made in {_n(build['seconds'], 1)} s "
+            f"({build['nodes_per_s']:,} leaves/s, a multi per directory); server heap limit "
+            f"{heap or 512} MB"
+            + (f", {memory['jvm_rss_mb']:,.0f} MB resident at the end" if memory else "")
+            + "."
+        )
+    yield ""
+
+
+def _scale_queue(doc: Doc) -> Lines:
+    section = doc["queue"]
+    yield "### Queue throughput as consumers grow"
+    yield ""
+    yield from _image("queue", "Queue items per second and requests per item against consumers")
+    names = (
+        ("ours", "ours, at most once"),
+        ("ours_locked", "ours, lock-safe"),
+        ("kazoo", "kazoo `Queue`"),
+        ("kazoo_locking", "kazoo `LockingQueue`"),
+    )
+    block = section["consumers"]
+    rows = [
+        [
+            label,
+            *(
+                f"{run['items_per_s']:,.0f} ({_n(run['requests_per_item'], 1)})"
+                for run in (block[c][impl] for c in sorted(block, key=int))
+            ),
+        ]
+        for impl, label in names
+    ]
+    header = [
+        "items/s (requests/item)",
+        *(f"{int(c):,} consumer{'s' if int(c) > 1 else ''}" for c in sorted(block, key=int)),
+    ]
+    yield (
+        f"{section['producers']} producers put {section['items']:,} items; "
+        f"{section['consumers_are']}."
+    )
+    yield ""
+    yield from _table(header, rows)
+    for impl, label in names:
+        yield (
+            f"- {label.capitalize() if label.startswith('ours') else label}: items/s "
+            f"{_shape_of(block, impl, 'items_per_s')}; requests per item "
+            f"{_shape_of(block, impl, 'requests_per_item')}."
+        )
+    yield ""
+
+
+def _scale_sessions(doc: Doc) -> Lines:
+    section = doc["sessions"]
+    yield "### Sessions as clients grow"
+    yield ""
+    yield from _image("sessions", "Threads, memory and pings per second against clients")
+    block = section["counts"]
+    rows = []
+    for count in sorted(block, key=int):
+        cells: list[list[str]] = []
+        for impl in ("kazoo", "ours"):
+            run = block[count][impl]
+            if "failed" in run:
+                cells.append(["failed"] * 4)
+                continue
+            started = "" if run["started"] == int(count) else f" ({run['started']:,} started)"
+            cells.append(
+                [
+                    f"{run['threads_os']:,}{started}",
+                    f"{run['rss_added_bytes'] / 2**20:,.1f}",
+                    _n(run["server_pings_per_s"], 1),
+                    f"{run['idle_cpu_percent']:g}",
+                ]
+            )
+        rows.append([f"{int(count):,}", *(f"{k} / {o}" for k, o in zip(*cells, strict=True))])
+    yield (
+        f"Idle clients in one process, {section['session_timeout_s']:g} s sessions; pings/s "
+        f"as the server counts them over {section['window_s']:g} s."
+    )
+    yield ""
+    header = ["clients", "threads", "RSS MB", "pings/s", "CPU % while idle"]
+    yield from _table([header[0], *(f"{h} (kazoo / ours)" for h in header[1:])], rows)
+    for impl, label in (("ours", "ours"), ("kazoo", "kazoo's")):
+        counts = [c for c in sorted(block, key=int) if "server_pings_per_s" in block[c][impl]]
+        largest = counts[-1]
+        run = block[largest][impl]
+        interval = (
+            int(run["started"]) / run["server_pings_per_s"] if run["server_pings_per_s"] else 0
+        )
+        yield (
+            f"- {label.capitalize()}: threads {_shape_of(block, impl, 'threads_os')} "
+            f"({run['threads_per_client']:g} per client); RSS "
+            f"{_shape_of(block, impl, 'rss_added_bytes', unit=' MB', scale=2**-20)}; pings/s "
+            f"{_shape_of(block, impl, 'server_pings_per_s')} (one per client every "
+            f"{interval:.1f} s)."
+        )
+    yield ""
+
+
+def scale(path: Path, doc: Doc) -> Lines:
+    yield from _heading("## Cost as work grows (`scale.py`)", path, doc)
+    yield (
+        "Each family from small to large, ours beside kazoo's, in one run on one server; "
+        "drawn by `benchmarks/plot_scale.py`. A curve is called flat where a tenfold step "
+        f"moves it by less than a log-log slope of {FLAT_SLOPE}, linear where the slope is "
+        f"{LINEAR_SLOPES[0]} to {LINEAR_SLOPES[1]}. Curator is not drawn: "
+        "`benchmarks/results/` holds a Curator figure only for the uncontended lock cycle "
+        "(locks.py), none for any curve here."
+    )
+    yield ""
+    if doc.get("handoff_threads") or doc.get("handoff_processes"):
+        yield from _scale_handoff(doc)
+    for name, renderer in (
+        ("tree", _scale_tree),
+        ("queue", _scale_queue),
+        ("sessions", _scale_sessions),
+    ):
+        if doc.get(name):
+            yield from renderer(doc)
+
+
 def _load(path: Path) -> Doc:
     doc: Doc = json.loads(path.read_text())
     return doc
@@ -386,6 +695,12 @@ def render() -> str:
     for renderer, patterns in parts:
         (path, doc), *others = [latest(pattern) for pattern in patterns]
         lines.extend(renderer(path, doc, *(other for _, other in others)))
+    try:
+        path, doc = latest(r"scale-.*\.json")
+    except SystemExit:  # no full scale run recorded: the page has no such section
+        pass
+    else:
+        lines.extend(scale(path, doc))
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
