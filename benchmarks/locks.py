@@ -1,7 +1,7 @@
 """Lock benchmark: the raw ZooKeeper floor, kazoo's Lock and ours, side by side in one run.
 
     python benchmarks/locks.py [--quick] [--out FILE] [--hosts HOST:PORT]
-                               [--sections uncontended,handoff,contended,watch,metrics]
+                               [--sections uncontended,handoff,contended,threads,watch,metrics]
 
 Prints one JSON document on stdout (progress on stderr). See benchmarks/README.md
 for what each figure means. Sections:
@@ -17,6 +17,11 @@ for what each figure means. Sections:
   fixed time after a start barrier, kazoo's Lock and ours in ABBA order.
   Cycles/s, requests per cycle, hand-off latency (next acquire-return minus
   previous release-call on the merged, system-wide monotonic timeline).
+- **threads**: N threads of one process, a lock object each on one path and one
+  client shared (kazoo's ``Lock`` on a KazooClient, ours on a ZkClient), loop
+  acquire -> release for a fixed time; with Java, Curator's
+  ``InterProcessMutex`` the same way in its JVM (N threads, one
+  CuratorFramework). Cycles/s, requests per cycle, client CPU per cycle.
 - **watch**: L waiters queued behind one holder; the holder releases once and
   we count, client-side, the watch notifications the server delivers to all
   clients for that one release.
@@ -86,7 +91,9 @@ CURATOR_JVM_OPTIONS = (
     "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 )
 
-SECTIONS = ("uncontended", "handoff", "contended", "watch", "metrics")
+SECTIONS = ("uncontended", "handoff", "contended", "threads", "watch", "metrics")
+#: Threads of one process in the ``threads`` section (Curator's anchor: 8 in one JVM).
+THREAD_COUNTS = (8,)
 IMPLS = ("kazoo_lock", "ours")
 #: ZooKeeper's real standalone mode: the harness's default quorum of one (ZooKeeper 3.8.0)
 #: now and then holds a write until the client's next packet, i.e. for a whole ping
@@ -457,6 +464,100 @@ def run_uncontended(target: Target, s: Settings, pings: Callable[[], int]) -> di
             "ours", "kazoo_lock", "round_cycles_per_s"
         ),
     }
+    return results
+
+
+# -- threads of one process -----------------------------------------------------------------
+
+
+def _thread_cycles(impl: str, client: Any, path: str, threads: int, seconds: float) -> int:
+    """``threads`` threads, a lock each on ``path`` and ``client``, cycling for ``seconds``."""
+    locks = [make_lock(impl, client, path) for _ in range(threads)]
+    go = threading.Event()
+    counts = [0] * threads
+    deadline = [0.0]
+
+    def loop(index: int) -> None:
+        lock = locks[index]
+        go.wait()
+        while time.monotonic() < deadline[0]:
+            lock.acquire()
+            lock.release()
+            counts[index] += 1
+
+    workers = [threading.Thread(target=loop, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    deadline[0] = time.monotonic() + seconds
+    go.set()
+    for worker in workers:
+        worker.join(seconds + 60)
+    return sum(counts)
+
+
+def run_threads(target: Target, s: Settings, pings: Callable[[], int]) -> dict[str, Any]:
+    """Ours and kazoo's with N threads in one process, beside Curator's N threads in a JVM."""
+    results: dict[str, Any] = {}
+    seconds = s.duration_s
+    with contextlib.ExitStack() as stack:
+        peer = start_curator(target, stack)
+        for threads in THREAD_COUNTS:
+            entry: dict[str, Any] = {}
+            names = [*IMPLS, "curator_mutex"] if peer is not None else list(IMPLS)
+            for round_, order in rotating_rounds(names, s.contended_rounds):
+                for impl in order:
+                    progress(f"threads: {threads} threads, {impl}, {seconds:g} s")
+                    rel = f"/threads/t{threads}-{round_}"
+                    if impl == "curator_mutex":
+                        path = f"{target.root}/curator{rel}"
+                        with PacketWindow(target, pings) as window:
+                            reply = peer.call(
+                                f"threads {path} {threads} {int(seconds * 1000)}", seconds + 120
+                            )
+                        cycles, elapsed_ns, cpu_ns = (int(x) for x in reply.split())
+                        elapsed, cpu = elapsed_ns / 1e9, cpu_ns / 1e9
+                    else:
+                        namespace, path = lock_location(target.root, impl, rel)
+                        with open_client(
+                            impl, target.hosts, namespace, s.session_timeout_s
+                        ) as client:
+                            counter = count_pings(kazoo_of(client))
+
+                            def ours_pings(counter: Any = counter) -> int:
+                                return pings() + int(counter.value)
+
+                            with PacketWindow(target, ours_pings) as window:
+                                cpu, began = time.process_time(), time.monotonic()
+                                cycles = _thread_cycles(impl, client, path, threads, seconds)
+                                elapsed = time.monotonic() - began
+                                cpu = time.process_time() - cpu
+                    runs = entry.setdefault(impl, [])
+                    runs.append(
+                        {
+                            "cycles_per_s": cycles / elapsed,
+                            "requests_per_cycle": window.corrected / max(1, cycles),
+                            "client_cpu_us_per_cycle": cpu / max(1, cycles) * 1e6,
+                        }
+                    )
+            summary: dict[str, Any] = {
+                impl: {
+                    key: median([run[key] for run in runs])
+                    for key in ("cycles_per_s", "requests_per_cycle", "client_cpu_us_per_cycle")
+                }
+                | {"runs": runs}
+                for impl, runs in entry.items()
+            }
+            summary["ours_over_kazoo_lock_cycles_per_s"] = ratio(
+                summary["ours"]["cycles_per_s"], summary["kazoo_lock"]["cycles_per_s"]
+            )
+            if "curator_mutex" in summary:
+                summary["ours_over_curator_mutex_cycles_per_s"] = ratio(
+                    summary["ours"]["cycles_per_s"], summary["curator_mutex"]["cycles_per_s"]
+                )
+                summary["curator_mutex_over_kazoo_lock_cycles_per_s"] = ratio(
+                    summary["curator_mutex"]["cycles_per_s"], summary["kazoo_lock"]["cycles_per_s"]
+                )
+            results[str(threads)] = summary
     return results
 
 
@@ -893,6 +994,11 @@ def notes(s: Settings, target: Target, sections: Sequence[str]) -> list[str]:
         "on (recording into a registry of its own), on one client and lock, in rotating "
         f"rounds of {s.cycles // s.rounds} cycles; client CPU is process time (all threads) "
         "per cycle; paired_median_* are medians of per-round ratios.",
+        f"threads: {', '.join(map(str, THREAD_COUNTS))} threads of one process, a lock object "
+        "each on one path and one shared client (ours on a ZkClient, kazoo's Lock on a "
+        "KazooClient; Curator's InterProcessMutex in its JVM on one CuratorFramework), each "
+        f"cycling acquire+release for {s.duration_s:g} s, {s.contended_rounds} rotating "
+        "round(s); client CPU is the process's (the JVM's for Curator) per cycle.",
         f"sections run: {', '.join(sections)}",
     ]
 
@@ -920,6 +1026,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "uncontended": None,
         "handoff": None,
         "contended": None,
+        "threads": None,
         "watch_notifications": None,
         "watch_details": None,
         "metrics_overhead": None,
@@ -942,6 +1049,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         doc["handoff"] = run_handoff(target, s)
                     elif section == "contended":
                         doc["contended"] = run_contended(target, s, lambda: admin_pings.value)
+                    elif section == "threads":
+                        doc["threads"] = run_threads(target, s, lambda: admin_pings.value)
                     elif section == "metrics":
                         doc["metrics_overhead"] = run_metrics(target, s)
                     else:

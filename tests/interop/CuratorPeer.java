@@ -120,6 +120,9 @@
  *                                       timed acquire()+release() of one InterProcessMutex on
  *                                       PATH, on the command thread; each cycle's wall time, and
  *                                       the JVM's CPU time over the timed cycles (all threads)
+ *   threads PATH THREADS MILLIS      -> OK <cycles> <elapsed_ns> <cpu_ns>: THREADS threads, an
+ *                                       InterProcessMutex each on PATH (one client), each
+ *                                       cycling acquire()+release() until MILLIS have passed
  *   Connection states are reported as EVENT @client <STATE> (CONNECTED, SUSPENDED, ...).
  */
 
@@ -1089,6 +1092,54 @@ public final class CuratorPeer {
         return reply.toString();
     }
 
+    /** THREADS threads of this JVM, an InterProcessMutex each on PATH, cycling for MILLIS. */
+    static String threads(String[] a) throws Exception {
+        need(a, 4, 4, "threads PATH THREADS MILLIS");
+        int n = Integer.parseInt(a[2]);
+        long millis = Long.parseLong(a[3]);
+        if (n < 1 || millis < 1) {
+            throw new CommandError("THREADS and MILLIS must be at least 1");
+        }
+        java.util.concurrent.atomic.AtomicLong cycles = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicReference<Exception> failure =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        long[] deadline = new long[1];
+        Thread[] workers = new Thread[n];
+        for (int i = 0; i < n; i++) {
+            workers[i] = new Thread(() -> {
+                InterProcessMutex mutex = new InterProcessMutex(client, a[1]);
+                try {
+                    go.await();
+                    while (System.nanoTime() < deadline[0]) {
+                        mutex.acquire();
+                        mutex.release();
+                        cycles.incrementAndGet();
+                    }
+                } catch (Exception e) {
+                    failure.compareAndSet(null, e);
+                }
+            });
+            workers[i].start();
+        }
+        com.sun.management.OperatingSystemMXBean os =
+                (com.sun.management.OperatingSystemMXBean)
+                        java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        long cpu = os.getProcessCpuTime();
+        long began = System.nanoTime();
+        deadline[0] = began + millis * 1_000_000L;
+        go.countDown();
+        for (Thread worker : workers) {
+            worker.join();
+        }
+        long elapsed = System.nanoTime() - began;
+        cpu = os.getProcessCpuTime() - cpu;
+        if (failure.get() != null) {
+            throw failure.get();
+        }
+        return "OK " + cycles.get() + " " + elapsed + " " + cpu;
+    }
+
     static String acquire(String[] a) throws Exception {
         need(a, 2, 4, "acquire NAME [TIMEOUTMS|-] [QTY]");
         String name = a[1];
@@ -1416,6 +1467,8 @@ public final class CuratorPeer {
             }
             case "cycles":
                 return cycles(a);
+            case "threads":
+                return threads(a);
             case "acquire":
                 return acquire(a);
             case "release":
