@@ -29,6 +29,8 @@ from _common import Target, count_pings, progress, ratio
 SESSION_TIMEOUT_S = 10.0
 #: Clients still not started after this long are not started: the JSON says how many were.
 START_BUDGET_S = 240.0
+#: How long a child may take to answer between phases (one busy with 4,000 threads is slow).
+ANSWER_LIMIT_S = 300.0
 #: File descriptors per client, with room: a socket, kazoo's wake-up pipe, and spares.
 FDS_PER_CLIENT = 6
 
@@ -165,37 +167,43 @@ class _Child:
 
 
 def session_trial(target: Target, impl: str, count: int, window_s: float) -> dict[str, Any]:
+    """One child's figures; a phase that fails after the clients started keeps what it had."""
     proc = _Child(impl, target.hosts, count, START_BUDGET_S)
+    result: dict[str, Any] = {"clients": count}
     try:
-        result = proc.expect("ready", START_BUDGET_S + 120.0)
-        connections = int(target.mntr()["zk_num_alive_connections"])
+        result.update(proc.expect("ready", START_BUDGET_S + 120.0))
+        result["server_connections"] = int(target.mntr()["zk_num_alive_connections"])
+        # A process busy with its clients' threads answers late: how late is a figure too.
+        asked = time.monotonic()
         proc.tell("window")
-        proc.expect("window", 30.0)
+        proc.expect("window", ANSWER_LIMIT_S)
+        result["answer_s"] = round(time.monotonic() - asked, 2)
         before, began = target.packets(), time.monotonic()
         time.sleep(window_s)
         packets = target.packets() - before - target.mntr_overhead
         elapsed = time.monotonic() - began
         proc.tell("end")
-        counted = proc.expect("counted", 30.0)
+        counted = proc.expect("counted", ANSWER_LIMIT_S)
+        result.update(
+            server_pings_per_s=round((packets - target.foreign_rate * elapsed) / elapsed, 2),
+            client_pings_per_s=round(counted["client_pings"] / elapsed, 2),
+            idle_cpu_percent=round(100 * counted["cpu_s"] / elapsed, 1),
+            state_changes=counted["state_changes"],
+            threads_os_after_window=counted["threads_os_after_window"],
+        )
         result.update(proc.expect("closed", 300.0))
+    except (queue.Empty, RuntimeError) as exc:
+        phase = "after the clients started: " if "started" in result else ""
+        result["failed"] = f"{phase}{exc!r} (a child that does not answer in time)"
     finally:
         if proc.proc.poll() is None:
             proc.proc.kill()
         proc.proc.wait(10)
-    foreign = target.foreign_rate * elapsed
-    result.update(
-        clients=count,
-        server_connections=connections,
-        server_pings_per_s=round((packets - foreign) / elapsed, 2),
-        client_pings_per_s=round(counted["client_pings"] / elapsed, 2),
-        idle_cpu_percent=round(100 * counted["cpu_s"] / elapsed, 1),
-        state_changes=counted["state_changes"],
-        threads_os_after_window=counted["threads_os_after_window"],
-        rss_added_bytes_per_client=round(result["rss_added_bytes"] / result["started"]),
-        threads_per_client=round(
-            (result["threads_os"] - result["threads_os_before"]) / result["started"], 2
-        ),
-    )
+    if "started" in result:
+        started = max(1, int(result["started"]))
+        result["rss_added_bytes_per_client"] = round(result["rss_added_bytes"] / started)
+        threads = result["threads_os"] - result["threads_os_before"]
+        result["threads_per_client"] = round(threads / started, 2)
     return result
 
 
@@ -205,11 +213,9 @@ def run(target: Target, counts: list[int], window_s: float) -> dict[str, Any]:
         by_impl: dict[str, Any] = {}
         for impl in ("ours", "kazoo") if index % 2 == 0 else ("kazoo", "ours"):
             progress(f"sessions: {count} clients, {impl}")
-            try:
-                by_impl[impl] = session_trial(target, impl, count, window_s)
-            except Exception as exc:
-                by_impl[impl] = {"failed": repr(exc)}
-                progress(f"sessions: {count} {impl} failed: {exc!r}")
+            by_impl[impl] = session_trial(target, impl, count, window_s)
+            if "failed" in by_impl[impl]:
+                progress(f"sessions: {count} {impl} failed: {by_impl[impl]['failed']}")
                 continue
             progress(
                 f"sessions: {count} {impl}: {by_impl[impl]['threads_os']} threads, "
@@ -218,7 +224,7 @@ def run(target: Target, counts: list[int], window_s: float) -> dict[str, Any]:
             )
         ours, kazoo = by_impl["ours"], by_impl["kazoo"]
         results[str(count)] = {"ours": ours, "kazoo": kazoo}
-        if "failed" not in ours and "failed" not in kazoo:
+        if "server_pings_per_s" in ours and "server_pings_per_s" in kazoo:
             results[str(count)]["ours_over_kazoo"] = {
                 key: ratio(ours[key], kazoo[key])
                 for key in ("threads_os", "rss_added_bytes", "server_pings_per_s")

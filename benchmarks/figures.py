@@ -604,7 +604,7 @@ def _scale_sessions(doc: Doc) -> Lines:
         cells: list[list[str]] = []
         for impl in ("kazoo", "ours"):
             run = block[count][impl]
-            if "failed" in run:
+            if "started" not in run:
                 cells.append(["failed"] * 4)
                 continue
             started = "" if run["started"] == int(count) else f" ({run['started']:,} started)"
@@ -612,8 +612,8 @@ def _scale_sessions(doc: Doc) -> Lines:
                 [
                     f"{run['threads_os']:,}{started}",
                     f"{run['rss_added_bytes'] / 2**20:,.1f}",
-                    _n(run["server_pings_per_s"], 1),
-                    f"{run['idle_cpu_percent']:g}",
+                    _n(run["server_pings_per_s"], 1) if "server_pings_per_s" in run else "-",
+                    f"{run['idle_cpu_percent']:g}" if "idle_cpu_percent" in run else "-",
                 ]
             )
         rows.append([f"{int(count):,}", *(f"{k} / {o}" for k, o in zip(*cells, strict=True))])
@@ -636,8 +636,36 @@ def _scale_sessions(doc: Doc) -> Lines:
             f"({run['threads_per_client']:g} per client); RSS "
             f"{_shape_of(block, impl, 'rss_added_bytes', unit=' MB', scale=2**-20)}; pings/s "
             f"{_shape_of(block, impl, 'server_pings_per_s')} (one per client every "
-            f"{interval:.1f} s)."
+            f"{interval:.1f} s); CPU while idle "
+            f"{_shape_of(block, impl, 'idle_cpu_percent', unit=' %')}."
         )
+    for count in sorted(block, key=int):
+        for impl, label in (("ours", "our ZkClients"), ("kazoo", "KazooClients")):
+            run = block[count][impl]
+            if "failed" in run:
+                began = (
+                    f"{run['started']:,} started in {_n(run['connect_s'], 1)} s "
+                    f"({run['threads_os']:,} threads), then "
+                    if "started" in run
+                    else ""
+                )
+                failed = run["failed"]
+                yield f"- {int(count):,} {label}: {began}no idle window measured: {failed}."
+                continue
+            lost = {k: v for k, v in run["state_changes"].items() if "CONNECTED" not in k}
+            if run["started"] < int(count) or lost:
+                yield (
+                    f"- {int(count):,} {label}: {run['started']:,} started in "
+                    f"{_n(run['connect_s'], 1)} s; while idle the process used "
+                    f"{run['idle_cpu_percent']:g} % CPU (100 % is one core)"
+                    + (
+                        ", and clients lost touch with the server: "
+                        + ", ".join(f"{n} {state}" for state, n in sorted(lost.items()))
+                        if lost
+                        else ""
+                    )
+                    + "."
+                )
     yield ""
 
 
