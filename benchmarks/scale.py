@@ -129,8 +129,7 @@ def serve(hosts: str | None, heap_mb: int | None) -> Iterator[tuple[Target, Any]
             raise SystemExit("--hosts takes exactly one server HOST:PORT without a chroot")
         yield Target(hosts=hosts, owned=False), None
         return
-    from zk_recipes.testing import ZooKeeperServer
-    from zk_recipes.testing._process import DEFAULT_JVM_OPTIONS
+    from zk_recipes.testing import DEFAULT_JVM_OPTIONS, ZooKeeperServer
 
     jvm = DEFAULT_JVM_OPTIONS
     if heap_mb is not None:
