@@ -88,6 +88,7 @@ def _clients(count: int, per_client: int) -> dict[str, Any]:
         "threads_os": 1 + per_client * count,
         "rss_added_bytes": 100_000 * count,
         "server_pings_per_s": count / 3,
+        "idle_cpu_percent": count / 20,
     }
 
 
