@@ -97,6 +97,8 @@ def selector_demo(hosts: str) -> None:
                 if ctx.cancelled.wait(0.01):
                     return
             with guard:
+                if done.is_set():
+                    return  # a term that began as the demo closes: not counted
                 turns.append((name, ctx.fencing_token))
                 if len(turns) >= 6:
                     done.set()

@@ -295,10 +295,11 @@ def test_an_ephemeral_node_neither_adopts_nor_deletes_a_persistent_one(
     with caplog.at_level(logging.ERROR, logger="zk_recipes.nodes"):
         node.start()
         wait_until(lambda: events, "a CONFLICT event", 5)
+        # Logged by the log writer thread, after the decision: waited for, not assumed.
+        wait_until(lambda: "PERSISTENT node" in caplog.text, "the CONFLICT logged", 5)
     assert node.state is PersistentNodeState.CONFLICT
     assert events[0].state is PersistentNodeState.CONFLICT
     assert events[0].owner == 0
-    assert "PERSISTENT node" in caplog.text
     assert "belongs to session 0x0" not in caplog.text
     assert other.get("/taken/n")[0] == b"someone's data"
     assert not node.wait_for_initial_create(0.3)
