@@ -224,6 +224,24 @@ class Target:
         self.foreign_rate = max(0.0, quiet / (time.monotonic() - started))
 
 
+def quiet_packets(target: Target, quiet_s: float = 1.0, limit_s: float = 120.0) -> int:
+    """Requests until the server has seen none (beyond a ping or two) for ``quiet_s``."""
+    total, previous = 0, target.packets()
+    calm_since = time.monotonic()
+    deadline = calm_since + limit_s
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        current = target.packets()
+        delta = current - previous - target.mntr_overhead
+        previous = current
+        if delta > 2:
+            total += delta
+            calm_since = time.monotonic()
+        elif time.monotonic() - calm_since >= quiet_s:
+            break
+    return total
+
+
 @dataclass
 class PacketWindow:
     """Server packets over a window, minus mntr overhead, our pings and foreign traffic."""

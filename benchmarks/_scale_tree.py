@@ -26,7 +26,7 @@ import time
 from collections.abc import Sequence
 from typing import IO, Any
 
-from _common import Target, progress, ratio
+from _common import Target, progress, quiet_packets, ratio
 
 FANOUT = 100
 DATA = b"0123456789abcdef"
@@ -219,24 +219,6 @@ class _Child:
         self.proc.wait(10)
 
 
-def quiet_packets(target: Target, quiet_s: float = 1.0, limit_s: float = 900.0) -> int:
-    """Requests until the server has seen none (beyond a ping or two) for ``quiet_s``."""
-    total, previous = 0, target.packets()
-    calm_since = time.monotonic()
-    deadline = calm_since + limit_s
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
-        current = target.packets()
-        delta = current - previous - target.mntr_overhead
-        previous = current
-        if delta > 2:
-            total += delta
-            calm_since = time.monotonic()
-        elif time.monotonic() - calm_since >= quiet_s:
-            break
-    return total
-
-
 def cache_trial(target: Target, admin: Any, impl: str, root: str, size: int) -> dict[str, Any]:
     from zk_recipes.testing import TcpProxy
 
@@ -264,7 +246,7 @@ def cache_trial(target: Target, admin: Any, impl: str, root: str, size: int) -> 
                 requests = target.packets() - before - target.mntr_overhead
                 # Its client collects the garbage of a big tree for a second or more at a time,
                 # sending nothing meanwhile: a pause of 5 s ends the count, not of 1 s.
-                requests += quiet_packets(target, quiet_s=5.0)
+                requests += quiet_packets(target, quiet_s=5.0, limit_s=900.0)
             loaded["resync_requests"] = requests
             child_process.tell("close")
             child_process.expect("closed", 300)

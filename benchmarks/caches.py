@@ -52,6 +52,7 @@ from _common import (
     median,
     parse_sections,
     progress,
+    quiet_packets,
     ratio,
     rotating_rounds,
     server_target,
@@ -440,25 +441,6 @@ def section_mix(target: Target, admin: Any, size: int, count: int, runs: int) ->
     return out
 
 
-def _quiet_packets(target: Target, quiet_s: float = 1.0, limit_s: float = 120.0) -> int:
-    """Requests until the server has seen none (beyond a ping or two) for ``quiet_s``."""
-    total = 0
-    previous = target.packets()
-    calm_since = time.monotonic()
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
-        current = target.packets()
-        delta = current - previous - target.mntr_overhead
-        previous = current
-        if delta > 2:
-            total += delta
-            calm_since = time.monotonic()
-        elif time.monotonic() - calm_since >= quiet_s:
-            break
-    return total
-
-
 def section_reconnect(target: Target, admin: Any, size: int, runs: int) -> dict[str, Any]:
     from kazoo.recipe.cache import TreeCache as KazooTreeCache, TreeEvent
 
@@ -503,7 +485,7 @@ def section_reconnect(target: Target, admin: Any, size: int, runs: int) -> dict[
                     cache.close()
                     client.close()
                 else:
-                    requests = _quiet_packets(target)
+                    requests = quiet_packets(target)
                     cache.close()
                     kz.stop()
                     kz.close()
