@@ -715,12 +715,14 @@ def _scale_sessions(doc: Doc) -> Lines:
         ours, kazoo = block[count]["ours"], block[count]["kazoo"]
         yield (
             "Why: threads and memory grow by a fixed amount per client (a ZkClient has kazoo's "
-            "threads and a session watchdog of its own). Upkeep is where ours costs more: an "
-            "idle ZkClient proves its session with a sync every sixth of the timeout where "
-            "kazoo pings every third, and its watchdog looks at least four times a second; at "
-            f"{int(count):,} clients the idle process used {ours['idle_cpu_percent']:g} % of a "
-            f"core against kazoo's {kazoo['idle_cpu_percent']:g} %. Where that outgrows the "
-            "machine's cores, replies wait for the CPU and idle sessions are lost (above)."
+            "threads; one session watchdog thread serves every client of the process, each "
+            "looked at when its next look falls due). An idle ZkClient proves its session with "
+            "a sync every sixth of the timeout where kazoo pings every third: more requests, "
+            f"about the same CPU; at {int(count):,} clients the idle process used "
+            f"{ours['idle_cpu_percent']:g} % of a core against kazoo's "
+            f"{kazoo['idle_cpu_percent']:g} %. Where upkeep outgrows the machine's cores, "
+            "replies wait for the CPU and idle sessions are lost"
+            + (" (above)." if len(calm) < len(block) else ".")
         )
         yield ""
 

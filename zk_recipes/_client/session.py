@@ -20,6 +20,7 @@ session's id from LOST until a new session connects (during a partition: never).
 **Simulated expiry.** kazoo stays SUSPENDED through a whole partition and
 says LOST only once it reaches a server again, long after the server has
 expired the session and handed our locks to someone else. A watchdog thread
+(one for all the process's clients: ``watchdog.py``)
 counts from the last moment the quorum provably heard us — the send time of
 the newest write or sync whose reply arrived (``KazooConnection.last_heard``;
 never a read or ping, which a follower cut from the quorum answers alone,
@@ -56,23 +57,16 @@ import time
 from collections.abc import Callable
 
 from zk_recipes import _metrics
+from zk_recipes._client import watchdog
 from zk_recipes._client.kazoo import KazooConnection
 from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateChange
 from zk_recipes._deadline import session_clock
 from zk_recipes._logfields import fields
 from zk_recipes._settings import ClientSettings
-from zk_recipes._threads import (
-    failed_starts_to_report,
-    retry_deferred,
-    run_in_thread,
-    say,
-    start_or_defer,
-)
+from zk_recipes._threads import say, start_or_defer
 
 log = logging.getLogger("zk_recipes.client")
 
-#: The longest the watchdog waits between two looks at the silence (seconds).
-_LONGEST_WAIT = 0.25
 #: Share of the session timeout without a proof after which the watchdog has a sync sent.
 _PROVE_AFTER = 1 / 6
 
@@ -95,7 +89,7 @@ class SessionTracker:
         self._changed = threading.Condition(threading.Lock())
         self._conn: KazooConnection | None = None
         self._closed = False
-        self._watchdog: threading.Thread | None = None
+        self._followed = False  # by the process's watchdog (watchdog.py)
         self.state: ConnectionState | None = None
         self.session_id = 0
         #: Session lives ended so far (LOST or close): see the module note.
@@ -112,8 +106,13 @@ class SessionTracker:
         with self._changed:
             self._conn = conn
             self._changed.notify_all()
-            if self._watchdog is None and not self._closed:
-                self._watchdog = run_in_thread("zk-recipes session watchdog", self._watch)
+            if self._closed:
+                return
+            if self._followed:
+                watchdog.current().poke(self)
+                return
+            watchdog.current().follow(self)
+            self._followed = True
 
     def close(self) -> None:
         """End the current session life (CLOSED is the last state listeners hear)."""
@@ -130,9 +129,9 @@ class SessionTracker:
                 self.state = ConnectionState.CLOSED
             self._changed.notify_all()
         _talk(talk)
-        watchdog = self._watchdog
-        if watchdog is not None and watchdog is not threading.current_thread():
-            watchdog.join(2.0)
+        ending = watchdog.current().forget(self)
+        if ending is not None and ending is not threading.current_thread():
+            ending.join(2.0)  # the last client: its thread ends with it
 
     @property
     def closed(self) -> bool:
@@ -197,6 +196,8 @@ class SessionTracker:
         self.state = state
         self.changed_at = time.monotonic()
         self._changed.notify_all()
+        if self._followed:
+            watchdog.current().poke(self)  # a new state: the next look is due now
         change = StateChange(state, session_id, self.changed_at, simulated, self.seq)
         _count(lambda sink: sink.state_changed(state.name))
         try:
@@ -279,51 +280,31 @@ class SessionTracker:
                 functools.partial(conn.close_session_on_server, client_id, timeout),
             )
 
-    def _watch(self) -> None:
-        """Declare LOST when the server cannot have heard us for too long (simulated expiry).
+    def look(self) -> float | None:
+        """One look at the silence, by the process's watchdog: seconds to the next, None: done.
 
-        Each turn is guarded: an error is reported and the next turn runs (a
-        watchdog that died would never declare LOST again).
+        Guarded: an error is reported and the next look comes soon (a watchdog
+        that stopped looking would never declare LOST again). Decisions are
+        made under the lock; the sync asked for and the log records go out
+        after it is released.
         """
+        talk: list[Callable[[], None]] = []
+        prove: list[KazooConnection] = []
+        wait: float | None
         with self._changed:
-            while not self._closed:
-                talk: list[Callable[[], None]] = []
-                prove: list[KazooConnection] = []
-                wait: float | None
-                try:
-                    wait = self._turn(talk, prove)
-                except Exception as exc:
-                    talk.append(
-                        functools.partial(log.error, "the session watchdog's turn failed: %r", exc)
-                    )
-                    wait = 0.05
-                if wait is None:
-                    return
-                if retry_deferred():
-                    wait = min(wait, 0.1)  # threads still cannot start: try again soon
-                report = failed_starts_to_report()
-                if report is not None:
-                    talk.append(
-                        functools.partial(
-                            log.error,
-                            "zk-recipes could not start threads (%d so far; last: %s): they "
-                            "are started again as soon as the system can; meanwhile listeners "
-                            "hear of no state change, but holds are judged from the session "
-                            "epoch, so a loss shows in check() and is_held() at once",
-                            *report,
-                        )
-                    )
-                if talk or prove:
-                    self._changed.release()
-                    try:
-                        for conn in prove:
-                            conn.prove()  # queues a sync: never blocks
-                        _talk(talk)
-                    finally:
-                        self._changed.acquire()
-                    if talk:
-                        continue
-                self._changed.wait(wait)
+            if self._closed:
+                return None
+            try:
+                wait = self._turn(talk, prove)
+            except Exception as exc:
+                talk.append(
+                    functools.partial(log.error, "the session watchdog's turn failed: %r", exc)
+                )
+                wait = 0.05
+        for conn in prove:
+            conn.prove()  # queues a sync: never blocks
+        _talk(talk)
+        return wait
 
     def _turn(self, talk: list[Callable[[], None]], prove: list[KazooConnection]) -> float | None:
         """One look at the silence, under the lock: seconds to wait next, None to stop.
@@ -345,10 +326,9 @@ class SessionTracker:
             prove_after = _PROVE_AFTER * timeout
             if silent >= prove_after and self.state.is_connected:
                 prove.append(conn)  # one sync in flight at most (KazooConnection.prove)
-            # The wait itself runs on time.monotonic(), which a suspended machine's
-            # sleep stops: short waits bound how late the watchdog looks after a resume.
+            # On the session clock: the watchdog's own sleeps are short (watchdog.py).
             next_look = limit - silent if silent >= prove_after else prove_after - silent
-            return min(next_look + 0.005, _LONGEST_WAIT)
+            return next_look + 0.005
         session_id = self.session_id
         client_id = conn.client_id
         if client_id is not None:
