@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+
+import pytest
 
 from zk_recipes import ZkClient
 from zk_recipes._client import watchdog as watchdog_module
@@ -132,3 +135,29 @@ def test_a_forked_child_gets_a_watchdog_of_its_own() -> None:
         assert os.waitstatus_to_exitcode(status) == 0, "the child's tracker was never looked at"
     finally:
         parent.forget(held)
+
+
+@pytest.mark.skipif(not hasattr(time, "CLOCK_BOOTTIME"), reason="CLOCK_BOOTTIME is Linux's")
+def test_looks_set_before_the_session_clock_stepped_back_come_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A test that fakes a suspend ends its fake: the clock steps back, no look is put off."""
+    real = time.clock_gettime
+    shift = [30.0]
+
+    def clock_gettime(clock: int) -> float:
+        now = real(clock)
+        return now + shift[0] if clock == time.CLOCK_BOOTTIME else now
+
+    monkeypatch.setattr(time, "clock_gettime", clock_gettime)
+    dog = Watchdog()
+    tracker = Counted(1.0)
+    dog.follow(tracker)
+    try:
+        wait_until(lambda: tracker.looks == 1, "the first look")
+        shift[0] = 0.0  # its next look was set 1 s after a clock 30 s ahead
+        wait_until(lambda: tracker.looks >= 2, "the next look", timeout=5)
+    finally:
+        thread = dog.forget(tracker)
+        if thread is not None:
+            thread.join(5)

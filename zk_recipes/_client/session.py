@@ -69,6 +69,8 @@ log = logging.getLogger("zk_recipes.client")
 
 #: Share of the session timeout without a proof after which the watchdog has a sync sent.
 _PROVE_AFTER = 1 / 6
+#: While no proof has come since then: how soon the watchdog looks again (seconds).
+_PROVE_AGAIN = 0.25
 
 #: ``on_connection_ended(conn, why)``: kazoo's connection thread for ``conn`` ended by itself.
 ConnectionEnded = Callable[[KazooConnection, str], None]
@@ -326,9 +328,11 @@ class SessionTracker:
             prove_after = _PROVE_AFTER * timeout
             if silent >= prove_after and self.state.is_connected:
                 prove.append(conn)  # one sync in flight at most (KazooConnection.prove)
-            # On the session clock: the watchdog's own sleeps are short (watchdog.py).
-            next_look = limit - silent if silent >= prove_after else prove_after - silent
-            return next_look + 0.005
+            if silent < prove_after:
+                return prove_after - silent + 0.005  # on the session clock (watchdog.py)
+            # Proving: look again soon, so a sync that could not be sent, or failed
+            # with its connection, is sent again (prove() keeps one in flight at most).
+            return min(limit - silent + 0.005, _PROVE_AGAIN)
         session_id = self.session_id
         client_id = conn.client_id
         if client_id is not None:

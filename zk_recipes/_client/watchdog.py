@@ -44,6 +44,8 @@ THREAD_NAME = "zk-recipes session watchdog"
 LONGEST_SLEEP = 0.25
 #: How soon threads that could not start are tried again.
 _RETRY_STARTS = 0.1
+#: A step back of the session clock beyond this (seconds) makes every look due now.
+_CLOCK_BACK = 0.5
 
 
 class Watched(Protocol):
@@ -65,6 +67,7 @@ class Watchdog:
         self._order = itertools.count()  # ties in the heap: never compare trackers
         self._thread: threading.Thread | None = None
         self._retry_soon = False
+        self._last_now = 0.0  # the session clock at the last look for due trackers
 
     def follow(self, tracker: Watched) -> None:
         """Look at ``tracker`` now and from now on (until its look says None or ``forget``).
@@ -121,6 +124,13 @@ class Watchdog:
     def _pop_due(self) -> list[Watched]:
         # Called with self._lock held.
         now = session_clock()
+        if now < self._last_now - _CLOCK_BACK:
+            # The clock went back (it never does on a real machine; a test that fakes a
+            # suspend ends its fake): looks set by the old reading would come late.
+            for tracker in self._due:
+                if self._due[tracker] != math.inf:
+                    self._schedule(tracker, now)
+        self._last_now = now
         due: list[Watched] = []
         while self._heap and self._heap[0][0] <= now:
             at, _, tracker = heapq.heappop(self._heap)

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from zk_recipes import ZkClient
+from zk_recipes import NodeExistsError, SessionLost, ZkClient
 from zk_recipes.testing._cluster import ZooKeeperCluster
 from zk_recipes.testing._install import HarnessError, find_installation
 from zk_recipes.testing._proxy import TcpProxy
@@ -185,6 +185,21 @@ def _zk_admin(zk_hosts: str) -> Iterator[ZkClient]:
         yield admin
 
 
+def _make_namespace(admin: ZkClient, namespace: str) -> None:
+    """Make ``namespace`` with the shared admin client, once more after a session it lost.
+
+    The admin holds nothing, so a lost session costs it nothing: a test that
+    loses every session of the process (a faked suspend, a paused server) must
+    not fail the next test's set-up while the admin builds a new one.
+    """
+    try:
+        admin.create(namespace, parents=True)
+    except SessionLost:
+        admin.wait_connected(admin.settings.connection_timeout)
+        with contextlib.suppress(NodeExistsError):  # made before the session went
+            admin.create(namespace, parents=True)
+
+
 @pytest.fixture
 def zk_namespace(request: pytest.FixtureRequest, _zk_admin: ZkClient) -> Iterator[str]:
     """A namespace of this test's own, deleted (with everything in it) afterwards.
@@ -194,7 +209,7 @@ def zk_namespace(request: pytest.FixtureRequest, _zk_admin: ZkClient) -> Iterato
     """
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:40]
     namespace = f"{TESTS_ROOT}/{slug}-{uuid.uuid4().hex[:8]}"
-    _zk_admin.create(namespace, parents=True)
+    _make_namespace(_zk_admin, namespace)
     yield namespace
     with contextlib.suppress(Exception):
         _zk_admin.delete(namespace, recursive=True)
