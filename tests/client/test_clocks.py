@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from tests.client.suspend import fake_suspend
 from zk_recipes import ConnectionState, Lock, LockLost
 from zk_recipes.testing import StateRecorder
 from zk_recipes.testing.pytest_plugin import ClientFactory
@@ -29,14 +30,7 @@ def test_a_suspend_counts_as_silence(
     client.add_listener(states)
     lock = Lock(client, "/suspended")
     assert lock.acquire(timeout=5)
-    real = time.clock_gettime
-    slept = [0.0]
-
-    def clock_gettime(clock: int) -> float:
-        now = real(clock)
-        return now + slept[0] if clock == time.CLOCK_BOOTTIME else now
-
-    monkeypatch.setattr(time, "clock_gettime", clock_gettime)
+    slept = fake_suspend(monkeypatch)
     mark = states.mark()
     slept[0] = 30.0  # the machine slept 30 s; time.monotonic() saw none of it
     lost = states.wait_for(ConnectionState.LOST, timeout=2, after=mark)

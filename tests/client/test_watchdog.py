@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from tests.client.suspend import fake_suspend
 from zk_recipes import ZkClient
 from zk_recipes._client import watchdog as watchdog_module
 from zk_recipes._client.watchdog import THREAD_NAME, Watchdog
@@ -142,14 +143,7 @@ def test_looks_set_before_the_session_clock_stepped_back_come_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A test that fakes a suspend ends its fake: the clock steps back, no look is put off."""
-    real = time.clock_gettime
-    shift = [30.0]
-
-    def clock_gettime(clock: int) -> float:
-        now = real(clock)
-        return now + shift[0] if clock == time.CLOCK_BOOTTIME else now
-
-    monkeypatch.setattr(time, "clock_gettime", clock_gettime)
+    shift = fake_suspend(monkeypatch, 30.0)
     dog = Watchdog()
     tracker = Counted(1.0)
     dog.follow(tracker)
