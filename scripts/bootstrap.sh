@@ -51,9 +51,24 @@ ensure_venv() {
     fi
 }
 
-ensure_venv .venv dev
 # scripts/test.sh runs the core suite in a venv with the core, [test] and
 # [metrics] only (no framework; tests/test_metrics.py needs prometheus-client).
+# Both venvs are made at once (pip waits on files more than on the CPU); the
+# core venv's lines are printed after the other's.
+core_pid=""
 if [[ "${1:-}" == "--core-venv" ]]; then
-    ensure_venv .venv-core test,metrics
+    core_log="$(mktemp)"
+    ensure_venv .venv-core test,metrics > "$core_log" 2>&1 &
+    core_pid=$!
+fi
+ensure_venv .venv dev
+if [[ -n "$core_pid" ]]; then
+    core_rc=0
+    wait "$core_pid" || core_rc=$?
+    cat "$core_log"
+    rm -f "$core_log"
+    if [[ $core_rc -ne 0 ]]; then
+        echo "making .venv-core failed (exit $core_rc)" >&2
+        exit "$core_rc"
+    fi
 fi
