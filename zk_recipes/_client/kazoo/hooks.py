@@ -249,6 +249,11 @@ def install_hooks(connection: Hooked) -> None:
                 child = WatchedEvent(EventType.CHILD, client._state, parent)
                 for fire in exact:
                     handler.dispatch_callback(Callback("watch", fire, (child,)))
+        path = watch.path
+        if path not in client._data_watchers and path not in client._child_watchers:
+            # kazoo would decode the event again to find no one-shot watcher of its own
+            # (they are added on this thread, as their replies are read: none is missed).
+            return None
         return read_watch_event(buffer, offset)
 
     handler.dispatch_callback = _dispatch_callback
