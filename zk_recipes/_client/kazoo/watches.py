@@ -297,9 +297,19 @@ class PersistentRouter:
             return []
         found: list[Fire] = list(self._exact.get(path, ()))
         recursive = self._recursive
-        if recursive:
+        if not recursive:
+            return found
+        if len(recursive) > _FEW_ROOTS:
             for candidate in ancestors(path):
                 found.extend(recursive.get(candidate, ()))
+            return found
+        # A few watched roots (the usual case: a cache or two): test each as a prefix
+        # rather than build every ancestor of the path; deepest first, as above.
+        under = [root for root in recursive if _is_under(path, root)]
+        if len(under) > 1:
+            under.sort(key=len, reverse=True)
+        for root in under:
+            found.extend(recursive[root])
         return found
 
     def made_child(self, event_type: int, path: str) -> tuple[str, list[Fire]] | None:
@@ -316,6 +326,17 @@ class PersistentRouter:
         if not fires or self._child_entry(parent):
             return None
         return parent, list(fires)
+
+
+#: Up to this many recursive roots, ``route`` tests each root instead of each ancestor.
+_FEW_ROOTS = 8
+
+
+def _is_under(path: str, root: str) -> bool:
+    """Whether ``path`` is ``root`` or below it (``/a/b`` is under ``/a`` and ``/``)."""
+    if not path.startswith(root):
+        return False
+    return len(path) == len(root) or root == "/" or path[len(root)] == "/"
 
 
 #: Wire events that change the parent's children: NodeCreated, NodeDeleted.
