@@ -6,7 +6,8 @@ import json
 
 from click.testing import CliRunner
 
-from zk_recipes import DistributedQueue, ItemContext, NoNodeError, ZkClient
+from tests.containers import children_of
+from zk_recipes import DistributedQueue, ItemContext, ZkClient
 from zk_recipes.cli import ExitCode
 from zk_recipes.cli._command import cli
 from zk_recipes.testing import wait_until
@@ -31,14 +32,6 @@ def _poisoned(client: ZkClient, *items: bytes) -> list[str]:
     return names
 
 
-def _left_dead(client: ZkClient) -> list[str]:
-    """The dead letters' nodes: none once the server reaped their empty CONTAINER directory."""
-    try:
-        return client.get_children("/jobs-dead")
-    except NoNodeError:
-        return []
-
-
 def test_list_requeue_and_purge(cli_env: dict[str, str], zk_client: ZkClient) -> None:
     code, out = _dead(cli_env, "list", "/jobs")
     assert (code, out.strip()) == (0, "no dead letters under /jobs-dead")
@@ -57,7 +50,7 @@ def test_list_requeue_and_purge(cli_env: dict[str, str], zk_client: ZkClient) ->
     assert (code, out.strip()) == (0, "purged 1 dead letter(s) of /jobs")
     code, out = _dead(cli_env, "requeue", "/jobs", "--all")
     assert (code, out.strip()) == (0, "requeued 2 dead letter(s) of /jobs")
-    assert _left_dead(zk_client) == []
+    assert children_of(zk_client, "/jobs-dead") == []
     with DistributedQueue(zk_client, "/jobs") as queue:
         assert sorted(queue.items()) == [b"a", b"b"]  # back, with no attempts counted
 
@@ -69,7 +62,7 @@ def test_a_missing_name_exits_1_and_a_bad_argument_2(
     code, out = _dead(cli_env, "purge", "/jobs", name, "queue-9999999999")
     assert code == 1
     assert "no dead letter queue-9999999999 under /jobs-dead" in out
-    assert _left_dead(zk_client) == []  # the one there was purged
+    assert children_of(zk_client, "/jobs-dead") == []  # the one there was purged
     code, out = _dead(cli_env, "requeue", "/jobs")
     assert code == ExitCode.USAGE
     assert "by NAME, or --all" in out

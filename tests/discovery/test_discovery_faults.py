@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.containers import children_of
 from zk_recipes import (
     ConnectionState,
     ServiceDiscovery,
@@ -114,7 +115,7 @@ def test_a_sequential_registration_whose_reply_was_lost_is_made_once(
     workers = [n for n in observer.get_children("/services/api") if n.startswith("worker-")]
     assert len(workers) == 1  # Curator's plain create would leave two here
     discovery.close()
-    wait_until(lambda: observer.get_children("/services/api") == [], "nothing left at close")
+    wait_until(lambda: children_of(observer, "/services/api") == [], "nothing left at close")
 
 
 def test_an_update_after_the_session_changed_is_written_by_the_new_registration(

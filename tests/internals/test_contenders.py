@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from tests.containers import children_of
 from zk_recipes import (
     Acl,
     CreateMode,
@@ -59,7 +60,7 @@ def test_a_wrapped_sequence_is_refused_and_its_node_deleted(
     zk_client.create(f"/wrapped/{name}", mode=CreateMode.EPHEMERAL, parents=True)
     with pytest.raises(SequenceOverflowError, match=r"wrapped around.*deleteall"):
         queue._check_sequence(_entry(zk_client, f"/wrapped/{name}"))
-    assert zk_client.get_children("/wrapped") == []
+    assert children_of(zk_client, "/wrapped") == []
     # Near the wrap: a loud warning, once per queue, and the node stays.
     near = protected_prefix("1e5c1f9a-4f2b-4d7b-9a51-6f1f2c3d4e5f") + f"lock-{NEAR_WRAP + 5:010d}"
     zk_client.create(f"/wrapped/{near}", mode=CreateMode.EPHEMERAL)
@@ -89,7 +90,7 @@ def test_a_queue_that_cannot_be_read_leaves_no_node_behind(
     with pytest.raises(NoAuthError):
         lock.acquire(timeout=3)
     client.wait_for_deletes(5)
-    assert admin.get_children("/write-only") == [], "a contender of our live session was left"
+    assert children_of(admin, "/write-only") == [], "a contender of our live session was left"
 
 
 def test_a_protected_retry_never_reuses_an_id_after_a_dead_sessions_node(
@@ -109,7 +110,7 @@ def test_a_protected_retry_never_reuses_an_id_after_a_dead_sessions_node(
     assert len(prefixes) == 2, "the next create must use a fresh protected id"
     assert prefixes[1] != prefix
     client.wait_for_deletes(5)
-    assert client.get_children("/protected") == []
+    assert children_of(client, "/protected") == []
     # A match of our own live session is ours: nothing is created twice.
     mine = client.create(f"/protected/{prefixes[1]}lock-", mode=CreateMode.EPHEMERAL)
     found = creator._ours(parent, prefixes, CreateMode.EPHEMERAL_SEQUENTIAL)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.containers import children_of
 from zk_recipes import (
     JSON,
     DataTooLargeError,
@@ -42,7 +43,7 @@ def test_put_writes_curators_bytes_and_names(zk_client: ZkClient) -> None:
         # One marker of this producer at most, however many puts (each deletes the last).
         queue.put(b"more")
         assert len(zk_client.get_children("/dq/plain-puts")) == 1
-    assert zk_client.get_children("/dq/plain-puts") == []  # close() deletes it
+    assert children_of(zk_client, "/dq/plain-puts") == []  # close() deletes it
 
 
 def test_a_consumer_gets_every_item_in_order(zk_client: ZkClient) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.containers import children_of
 from zk_recipes import SimpleQueue, ZkClient, ZkTimeoutError
 from zk_recipes.testing import TcpProxy, ZooKeeperServer, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
@@ -127,4 +128,4 @@ def test_an_offer_whose_reply_was_lost_puts_the_item_once(
     assert first == f"/q/offer/{names[0]}"
     assert len(checker.get_children("/q/offer-puts")) == 1  # one marker per producer
     queue.close()
-    wait_until(lambda: checker.get_children("/q/offer-puts") == [], "marker gone at close")
+    wait_until(lambda: children_of(checker, "/q/offer-puts") == [], "marker gone at close")
