@@ -95,7 +95,7 @@ class CacheStore:
             self.put(node)
             return old, [CacheEvent(CacheEventType.CREATED, node=node)]
         if old.stat.czxid != node.stat.czxid:
-            events = self.remove(node.path)
+            events = self._replace(node.path, node.stat.czxid)
             self.put(node)
             return old, [*events, CacheEvent(CacheEventType.CREATED, node=node)]
         if node.stat.mzxid > old.stat.mzxid:
@@ -112,24 +112,55 @@ class CacheStore:
             events.extend(self.remove(_paths.join(path, name)))
         return events
 
+    def _replace(self, path: str, czxid: int) -> list[CacheEvent]:
+        """``path`` is another node now, made at ``czxid``: the old one and its subtree go.
+
+        What is cached below and was made after the new node (a higher
+        czxid: zxids only grow) was read after the new node existed, so it
+        is the new node's and stays; the rest, and anything below a node
+        forgotten, goes (DELETED, deepest first, the old node last). Forgetting
+        it all showed such a child DELETED and then CREATED again, the same
+        node, when the walk after a reconnect read it before its parent.
+        """
+        with self._lock:
+            doomed: list[str] = []
+            dropped: set[str] = set()
+            for below in self._subtree(path):
+                if below == path:
+                    continue
+                cached = self._nodes.get(below)
+                older = cached is None or cached.stat.czxid < czxid
+                if older or _paths.parent_of(below) in dropped:
+                    doomed.append(below)
+                    dropped.add(below)
+            doomed.insert(0, path)
+            return self._forget(doomed, keep_children_of=path)
+
     def remove(self, path: str) -> list[CacheEvent]:
         """Forget ``path`` and everything cached below it: DELETED events, deepest first."""
-        events: list[CacheEvent] = []
         with self._lock:
-            doomed = list(self._subtree(path))
-            for gone in reversed(doomed):
-                old = self._nodes.pop(gone, None)
-                self._children.pop(gone, None)
-                self._listed.pop(gone, None)
-                if gone != self._root:
-                    parent = _paths.parent_of(gone)
-                    siblings = self._children.get(parent)
-                    if siblings is not None:
-                        siblings.discard(_paths.name_of(gone))
-                        if not siblings:
-                            del self._children[parent]
+            return self._forget(list(self._subtree(path)))
+
+    def _forget(self, doomed: list[str], keep_children_of: str | None = None) -> list[CacheEvent]:
+        """Forget ``doomed`` (parents before children), deepest first (under _lock)."""
+        events: list[CacheEvent] = []
+        for gone in reversed(doomed):
+            old = self._nodes.pop(gone, None)
+            self._listed.pop(gone, None)
+            if gone == keep_children_of:  # replaced at once: what stays below is its
                 if old is not None:
                     events.append(CacheEvent(CacheEventType.DELETED, old=old))
+                continue
+            self._children.pop(gone, None)
+            if gone != self._root:
+                parent = _paths.parent_of(gone)
+                siblings = self._children.get(parent)
+                if siblings is not None:
+                    siblings.discard(_paths.name_of(gone))
+                    if not siblings:
+                        del self._children[parent]
+            if old is not None:
+                events.append(CacheEvent(CacheEventType.DELETED, old=old))
         return events
 
     def _subtree(self, path: str) -> Iterator[str]:
