@@ -37,6 +37,12 @@ MARK = {OURS: "o", KAZOO: "s"}
 #: Ours drawn larger, so that where the two coincide both stay visible.
 SIZE = {OURS: 8.0, KAZOO: 4.5}
 
+
+def _look(color: str) -> dict[str, Any]:
+    """One implementation's line: its colour, marker and marker size."""
+    return {"marker": MARK[color], "markersize": SIZE[color], "color": color}
+
+
 Doc = dict[str, Any]
 
 
@@ -119,9 +125,7 @@ def handoff(doc: Doc, out_dir: Path, run: str) -> Path | None:
                 xs,
                 p50,
                 style,
-                marker=MARK[color],
-                markersize=SIZE[color],
-                color=color,
+                **_look(color),
                 label=f"{label}, {mode} (p50)",
             )
             latency.plot(
@@ -132,9 +136,7 @@ def handoff(doc: Doc, out_dir: Path, run: str) -> Path | None:
                 xs,
                 ys,
                 style,
-                marker=MARK[color],
-                markersize=SIZE[color],
-                color=color,
+                **_look(color),
                 label=f"{label}, {mode}",
             )
             xs, ys = _series(block, impl, "notifications_per_release")
@@ -142,9 +144,7 @@ def handoff(doc: Doc, out_dir: Path, run: str) -> Path | None:
                 xs,
                 ys,
                 style,
-                marker=MARK[color],
-                markersize=SIZE[color],
-                color=color,
+                **_look(color),
                 label=f"{label}, {mode}",
             )
     curator = curator_handoff_ms()
@@ -167,18 +167,16 @@ def tree(doc: Doc, out_dir: Path, run: str) -> Path | None:
     fig, (load, rss, resync) = plt.subplots(1, 3, figsize=(15, 4.5))
     for impl, label, color in (("ours", "ours", OURS), ("kazoo", "kazoo TreeCache", KAZOO)):
         xs, ys = _series(sizes, impl, "seconds")
-        load.plot(xs, ys, marker=MARK[color], markersize=SIZE[color], color=color, label=label)
+        load.plot(xs, ys, **_look(color), label=label)
         xs, ys = _series(sizes, impl, "rss_added_bytes")
         rss.plot(
             xs,
             [y / 2**20 for y in ys],
-            marker=MARK[color],
-            markersize=SIZE[color],
-            color=color,
+            **_look(color),
             label=label,
         )
         xs, ys = _series(sizes, impl, "resync_requests")
-        resync.plot(xs, ys, marker=MARK[color], markersize=SIZE[color], color=color, label=label)
+        resync.plot(xs, ys, **_look(color), label=label)
     _axis(load, "load: start() to initialized", "leaves", "seconds", logy=True)
     _axis(rss, "client RSS the load added", "leaves", "MB", logy=True)
     _axis(resync, "requests of a resync (10 changed)", "leaves", "requests", logy=True)
@@ -198,13 +196,9 @@ def queue(doc: Doc, out_dir: Path, run: str) -> Path | None:
     )
     for impl, label, color, style in lines:
         xs, ys = _series(section["consumers"], impl, "items_per_s")
-        rate.plot(
-            xs, ys, style, marker=MARK[color], markersize=SIZE[color], color=color, label=label
-        )
+        rate.plot(xs, ys, style, **_look(color), label=label)
         xs, ys = _series(section["consumers"], impl, "requests_per_item")
-        requests.plot(
-            xs, ys, style, marker=MARK[color], markersize=SIZE[color], color=color, label=label
-        )
+        requests.plot(xs, ys, style, **_look(color), label=label)
     rate.set_ylim(bottom=0)
     requests.set_ylim(bottom=0)
     producers = section["producers"]
@@ -225,26 +219,22 @@ def sessions(doc: Doc, out_dir: Path, run: str) -> Path | None:
     for impl, label, color in (("ours", "ours ZkClient", OURS), ("kazoo", "KazooClient", KAZOO)):
         block = section["counts"]
         xs, ys = _series(block, impl, "threads_os")
-        threads.plot(xs, ys, marker=MARK[color], markersize=SIZE[color], color=color, label=label)
+        threads.plot(xs, ys, **_look(color), label=label)
         xs, ys = _series(block, impl, "rss_added_bytes")
         rss.plot(
             xs,
             [y / 2**20 for y in ys],
-            marker=MARK[color],
-            markersize=SIZE[color],
-            color=color,
+            **_look(color),
             label=label,
         )
         xs, ys = _series(block, impl, "server_pings_per_s")
-        pings.plot(xs, ys, marker=MARK[color], markersize=SIZE[color], color=color, label=label)
+        pings.plot(xs, ys, **_look(color), label=label)
         xs, ys = _series(block, impl, "idle_cpu_percent")
         keep = [(x, y) for x, y in zip(xs, ys, strict=True) if y > 0]  # a log axis has no 0
         cpu.plot(
             [x for x, _ in keep],
             [y for _, y in keep],
-            marker=MARK[color],
-            markersize=SIZE[color],
-            color=color,
+            **_look(color),
             label=label,
         )
     timeout = section["session_timeout_s"]
