@@ -123,7 +123,7 @@ class CacheStore:
         node, when the walk after a reconnect read it before its parent.
         """
         with self._lock:
-            doomed: list[str] = []
+            doomed = [path]
             dropped: set[str] = set()
             for below in self._subtree(path):
                 if below == path:
@@ -133,35 +133,40 @@ class CacheStore:
                 if older or _paths.parent_of(below) in dropped:
                     doomed.append(below)
                     dropped.add(below)
-            doomed.insert(0, path)
-            return self._forget(doomed, keep_children_of=path)
+            return self._forget(doomed, replaced=path)
 
     def remove(self, path: str) -> list[CacheEvent]:
         """Forget ``path`` and everything cached below it: DELETED events, deepest first."""
         with self._lock:
             return self._forget(list(self._subtree(path)))
 
-    def _forget(self, doomed: list[str], keep_children_of: str | None = None) -> list[CacheEvent]:
-        """Forget ``doomed`` (parents before children), deepest first (under _lock)."""
+    def _forget(self, doomed: list[str], replaced: str | None = None) -> list[CacheEvent]:
+        """Forget ``doomed`` (parents before children), deepest first (under _lock).
+
+        ``replaced`` is put back at once: it keeps its place under its parent
+        and what stays below it.
+        """
         events: list[CacheEvent] = []
         for gone in reversed(doomed):
             old = self._nodes.pop(gone, None)
             self._listed.pop(gone, None)
-            if gone == keep_children_of:  # replaced at once: what stays below is its
-                if old is not None:
-                    events.append(CacheEvent(CacheEventType.DELETED, old=old))
-                continue
-            self._children.pop(gone, None)
-            if gone != self._root:
-                parent = _paths.parent_of(gone)
-                siblings = self._children.get(parent)
-                if siblings is not None:
-                    siblings.discard(_paths.name_of(gone))
-                    if not siblings:
-                        del self._children[parent]
+            if gone != replaced:
+                self._unlink(gone)
             if old is not None:
                 events.append(CacheEvent(CacheEventType.DELETED, old=old))
         return events
+
+    def _unlink(self, path: str) -> None:
+        """Drop ``path``'s children entry and its name from its parent's (under _lock)."""
+        self._children.pop(path, None)
+        if path == self._root:
+            return
+        parent = _paths.parent_of(path)
+        siblings = self._children.get(parent)
+        if siblings is not None:
+            siblings.discard(_paths.name_of(path))
+            if not siblings:
+                del self._children[parent]
 
     def _subtree(self, path: str) -> Iterator[str]:
         """``path``, then every cached path below it, parents before children (under _lock)."""
