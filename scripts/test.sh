@@ -86,6 +86,14 @@ PY
 core=0
 integrations=0
 django42=0
+both_parts() {  # both_parts RC_A RC_B: one run's code for two parts of it
+    # Each part collects tests unless a selection left it empty: 5 only if both are.
+    if [[ $1 -eq 5 ]] || [[ $2 -ne 0 && $2 -ne 5 ]]; then
+        echo "$2"
+    else
+        echo "$1"
+    fi
+}
 # The integrations' tests that the core's first part takes on once it is done
 # (side by side, the integrations' run would otherwise end long after both core parts).
 INTEGRATIONS_TAIL=(tests/integrations/flask tests/integrations/test_docs_site.py
@@ -165,25 +173,13 @@ else
     django42_run "$@"  # the shortest of the three runs takes it on
     wait "$core_heavy_pid" || true
     cat .test-logs/core-heavy.log
-    core_heavy=$(cat .test-logs/core-heavy.rc 2>/dev/null || echo 1)
-    # Both parts collect tests unless a selection left one empty: 5 only if both are.
-    if [[ $core -eq 5 && $core_heavy -ne 5 ]]; then
-        core=$core_heavy
-    elif [[ $core_heavy -ne 0 && $core_heavy -ne 5 ]]; then
-        core=$core_heavy
-    fi
+    core=$(both_parts "$core" "$(cat .test-logs/core-heavy.rc 2>/dev/null || echo 1)")
     wait "$integrations_pid" || true
     cat .test-logs/integrations.log
 fi
 integrations=$(cat .test-logs/integrations.rc 2>/dev/null || echo 1)
-if [[ -e .test-logs/integrations-tail.rc ]] || [[ "${ZK_RECIPES_TESTS_SERIAL:-}" != 1 ]]; then
-    # Both integrations' runs collect tests unless a selection left one empty: 5 only if both are.
-    tail_rc=$(cat .test-logs/integrations-tail.rc 2>/dev/null || echo 1)
-    if [[ $integrations -eq 5 && $tail_rc -ne 5 ]]; then
-        integrations=$tail_rc
-    elif [[ $tail_rc -ne 0 && $tail_rc -ne 5 ]]; then
-        integrations=$tail_rc
-    fi
+if [[ "${ZK_RECIPES_TESTS_SERIAL:-}" != 1 ]]; then  # the tail ran apart
+    integrations=$(both_parts "$integrations" "$(cat .test-logs/integrations-tail.rc 2>/dev/null || echo 1)")
 fi
 django42=$(cat .test-logs/django42.rc 2>/dev/null || echo 1)
 
