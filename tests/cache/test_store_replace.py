@@ -5,6 +5,9 @@ parent turns out to be a new node of the same name (another czxid), the
 child read first, made after the new parent, is the new parent's: it stays.
 Forgetting the whole subtree showed that child DELETED and then CREATED
 again, the same node (found by tests/cache/test_cache_stress.py under load).
+The same holds a level down: a grandchild read before its grandparent (an
+event read sent ahead of the walk's) keeps the older parent it is cached
+under until that parent's own read replaces it.
 """
 
 from __future__ import annotations
@@ -34,3 +37,25 @@ def test_a_parent_made_again_keeps_the_children_made_after_it() -> None:
     ]
     assert sorted(store.current()) == ["/r", "/r/p", "/r/p/new"]
     assert sorted(store.children("/r/p")) == ["new"]
+
+
+def test_a_grandparent_made_again_keeps_a_grandchild_made_after_it_and_its_parent() -> None:
+    store = CacheStore("/r", "TreeCache", None)
+    for path, czxid in [("/r", 1), ("/r/a", 10), ("/r/a/b", 11), ("/r/a/x", 12)]:
+        store.apply(_node(path, czxid))
+    store.apply(_node("/r/a/b/c", 33))  # read first; /r/a (31) and /r/a/b (32) were made again
+    _, events = store.apply(_node("/r/a", 31))
+    assert [(e.type, e.old.path if e.old else e.node.path if e.node else None) for e in events] == [
+        (CacheEventType.DELETED, "/r/a/x"),
+        (CacheEventType.DELETED, "/r/a"),
+        (CacheEventType.CREATED, "/r/a"),
+    ]
+    assert sorted(store.current()) == ["/r", "/r/a", "/r/a/b", "/r/a/b/c"]
+    _, events = store.apply(_node("/r/a/b", 32))  # the parent's own read replaces it
+    assert [(e.type, e.old.path if e.old else e.node.path if e.node else None) for e in events] == [
+        (CacheEventType.DELETED, "/r/a/b"),
+        (CacheEventType.CREATED, "/r/a/b"),
+    ]
+    assert sorted(store.current()) == ["/r", "/r/a", "/r/a/b", "/r/a/b/c"]
+    assert store.children("/r/a/b") == ["c"]
+    assert store.children("/r/a") == ["b"]

@@ -117,22 +117,26 @@ class CacheStore:
 
         What is cached below and was made after the new node (a higher
         czxid: zxids only grow) was read after the new node existed, so it
-        is the new node's and stays; the rest, and anything below a node
-        forgotten, goes (DELETED, deepest first, the old node last). Forgetting
-        it all showed such a child DELETED and then CREATED again, the same
-        node, when the walk after a reconnect read it before its parent.
+        is the new node's and stays; so do the older nodes between it and
+        ``path`` (gone on the server too, but each is read again, as the
+        diff or the walk flagged it, and replaced then): the store keeps
+        every cached node under a cached parent. The rest goes (DELETED,
+        deepest first, the old node last). Forgetting more showed a child
+        DELETED and then CREATED again, the same node, when the walk after
+        a reconnect (or an event read sent before it) read it before its
+        parent or grandparent.
         """
         with self._lock:
-            doomed = [path]
-            dropped: set[str] = set()
-            for below in self._subtree(path):
-                if below == path:
-                    continue
-                cached = self._nodes.get(below)
-                older = cached is None or cached.stat.czxid < czxid
-                if older or _paths.parent_of(below) in dropped:
-                    doomed.append(below)
-                    dropped.add(below)
+            below = [p for p in self._subtree(path) if p != path]
+            staying: set[str] = set()
+            for candidate in below:
+                cached = self._nodes.get(candidate)
+                if cached is not None and cached.stat.czxid >= czxid:
+                    keep = candidate
+                    while keep != path and keep not in staying:
+                        staying.add(keep)
+                        keep = _paths.parent_of(keep)
+            doomed = [path, *(p for p in below if p not in staying)]
             return self._forget(doomed, replaced=path)
 
     def remove(self, path: str) -> list[CacheEvent]:
