@@ -47,6 +47,7 @@ from zk_recipes._client.kazoo import KazooConnection, Pending
 from zk_recipes._client.kazoo.bound import Still
 from zk_recipes._client.persistent import PersistentWatches
 from zk_recipes._client.states import ConnectionState, ListenerRegistry
+from zk_recipes._client.steps import Reply, Steps, call_step, no_steps, run_blocking
 from zk_recipes._client.transaction import Transaction
 from zk_recipes._client.watch_requests import WatchRequests
 from zk_recipes._errors import (
@@ -261,11 +262,38 @@ class ZkClient(WatchRequests):
         connected): past it, ``OperationTimeoutError``, and a protected node
         the server may have made is deleted in the background.
         """
+        return run_blocking(
+            self.create_and_list_steps(
+                path,
+                data,
+                mode=mode,
+                acl=acl,
+                protected=protected,
+                parents=parents,
+                timeout=timeout,
+            )
+        )
+
+    def create_and_list_steps(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        mode: CreateMode = CreateMode.EPHEMERAL_SEQUENTIAL,
+        acl: tuple[Acl, ...] | None = None,
+        protected: bool = True,
+        parents: bool = True,
+        timeout: float | None = None,
+    ) -> Steps[tuple[CreateResult, list[str] | None]]:
+        """``create_and_list`` as steps (_client/steps.py), for the recipes' asyncio forms.
+
+        The arguments are checked now, before the first step.
+        """
         _paths.validate_writable_path(path)
         data = self._checked_data(data, path)
         mode = CreateMode.checked(mode)
         self._usable()
-        return self._creator.create_and_list(
+        return self._creator.create_and_list_steps(
             self._abs(path), data, mode, acl, protected=protected, parents=parents, timeout=timeout
         )
 
@@ -376,21 +404,45 @@ class ZkClient(WatchRequests):
         node meant; a background attempt leaves a node with another ``czxid``
         (made again at that path meanwhile) alone.
         """
+        run_blocking(
+            self.delete_steps(
+                path,
+                version,
+                guaranteed=guaranteed,
+                recursive=recursive,
+                session=session,
+                czxid=czxid,
+            )
+        )
+
+    def delete_steps(
+        self,
+        path: str,
+        version: int = -1,
+        *,
+        guaranteed: bool = False,
+        recursive: bool = False,
+        session: int | None = None,
+        czxid: int | None = None,
+    ) -> Steps[None]:
+        """``delete`` as steps (_client/steps.py), for the recipes' asyncio forms.
+
+        The arguments are checked now, before the first step.
+        """
         _paths.validate_writable_path(path)
         conn = self._usable()
         full = self._abs(path)
         if recursive:
             if session is not None or czxid is not None:
                 raise ConfigurationError("delete(recursive=True) takes no session= or czxid=")
-            self.retry(lambda: self._delete_tree(full))
-            return
+            return call_step(lambda: self.retry(lambda: self._delete_tree(full)))
         still = None
         if session is not None:
             try:
                 still = holder_check(self._tracker, session, conn)
             except HolderSessionLost:
                 if guaranteed:
-                    return  # the node goes with the session that made it
+                    return no_steps()  # the node goes with the session that made it
                 raise
         owner = self.session_id if session is None else session
         state = self.state
@@ -402,9 +454,22 @@ class ZkClient(WatchRequests):
                 extra=fields("delete.queued", path=path, session_id=owner),
             )
             self._deleter.add(full, version, owner, bound=session is not None, czxid=czxid)
-            return
+            return no_steps()
+        return self._delete_steps(full, version, still, guaranteed, owner, session, czxid, path)
+
+    def _delete_steps(
+        self,
+        full: str,
+        version: int,
+        still: Still | None,
+        guaranteed: bool,
+        owner: int,
+        session: int | None,
+        czxid: int | None,
+        path: str,
+    ) -> Steps[None]:
         try:
-            self._delete_abs(full, version, still)
+            yield Reply(self._live_conn().delete_async(full, version, still), self._op_timeout)
         except NoNodeError:
             pass
         except HolderSessionLost:

@@ -53,6 +53,7 @@ from typing import NamedTuple, Protocol, TypeVar
 from zk_recipes import _paths
 from zk_recipes._client.deletes import GuaranteedDeleter
 from zk_recipes._client.kazoo import KazooConnection, Pending
+from zk_recipes._client.steps import Call, Reply, Steps, run_blocking
 from zk_recipes._errors import (
     ConnectionLostError,
     NoAuthError,
@@ -410,7 +411,25 @@ class Creator:
         parents: bool,
         timeout: float | None = None,
     ) -> tuple[CreateResult, list[str] | None]:
-        """Create and read the parent's children in one round trip (see the module note).
+        """Create and read the parent's children in one round trip (see the module note)."""
+        return run_blocking(
+            self.create_and_list_steps(
+                full, data, mode, acl, protected=protected, parents=parents, timeout=timeout
+            )
+        )
+
+    def create_and_list_steps(
+        self,
+        full: str,
+        data: bytes,
+        mode: CreateMode,
+        acl: tuple[Acl, ...] | None,
+        *,
+        protected: bool,
+        parents: bool,
+        timeout: float | None = None,
+    ) -> Steps[tuple[CreateResult, list[str] | None]]:
+        """``create_and_list`` as steps (_client/steps.py): the replies awaited in aio.
 
         ``timeout``: the caller's bound (a non-blocking lock attempt). A reply
         not there within it raises ``OperationTimeoutError`` instead of taking
@@ -430,7 +449,7 @@ class Creator:
             created_pending = conn.create_async(node, data, mode, acl)
             listed_pending = conn.get_children_async(parent)
             try:
-                created, stat = created_pending.result(timeout_now)
+                created, stat = yield Reply(created_pending, timeout_now)
             except NoNodeError:
                 # The parent is missing: the server's definite "not created", so there
                 # is no node of ours to look for. Make the parents, then pipeline again.
@@ -442,8 +461,8 @@ class Creator:
                         client._rel(node),
                     ) from None
                 with contextlib.suppress(NoNodeError, *_UNANSWERED):
-                    listed_pending.result(timeout_now)
-                client.retry(lambda: self.ensure(parent))
+                    yield Reply(listed_pending, timeout_now)
+                yield Call(functools.partial(client.retry, lambda: self.ensure(parent)))
                 continue
             except _UNANSWERED as exc:
                 if timeout is not None:
@@ -467,11 +486,19 @@ class Creator:
                         "been made: create with protected=True to find it after a lost reply"
                     ) from exc
                 if protected:
-                    result = self.create_protected(
-                        full, data, mode, acl, None, parents, protected_id=prefix
+                    slow = functools.partial(
+                        self.create_protected,
+                        full,
+                        data,
+                        mode,
+                        acl,
+                        None,
+                        parents,
+                        protected_id=prefix,
                     )
                 else:
-                    result = self.create(
+                    slow = functools.partial(
+                        self.create,
                         full,
                         data,
                         mode,
@@ -482,15 +509,18 @@ class Creator:
                         replace_stale=False,
                         retry=True,
                     )
-                return result, self._children_or_none(parent)
-            return CreateResult(client._rel(created), stat), self._read_or_forget(
-                listed_pending, created, stat
-            )
+                result: CreateResult = yield Call(slow)
+                listed: list[str] | None = yield Call(
+                    functools.partial(self._children_or_none, parent)
+                )
+                return result, listed
+            made = CreateResult(client._rel(created), stat)
+            return made, (yield from self._read_or_forget(listed_pending, created, stat))
         raise NoNodeError(f"parents of {client._rel(full)} keep vanishing", client._rel(full))
 
     def _read_or_forget(
         self, listed: Pending[list[str]], created: str, stat: ZnodeStat
-    ) -> list[str] | None:
+    ) -> Steps[list[str] | None]:
         """The pipelined list, or None; never an exception with our node left behind.
 
         Any answer but the list (a lost connection, a NoAuth on a parent we may
@@ -499,7 +529,8 @@ class Creator:
         interrupt) deletes the node before it goes on.
         """
         try:
-            return listed.result(self._client._op_timeout)
+            names: list[str] = yield Reply(listed, self._client._op_timeout)
+            return names
         except ZkRecipesError:
             return None
         except BaseException:

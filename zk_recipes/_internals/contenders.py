@@ -50,27 +50,24 @@ node) and warns loudly from ``NEAR_WRAP`` on.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
-import threading
 from collections.abc import Callable, Sequence
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
-from zk_recipes._deadline import expired, remaining, request_timeout
+from zk_recipes._client.steps import Reply, Steps, run_blocking
+from zk_recipes._deadline import expired
 from zk_recipes._errors import (
     ClientStateError,
-    ConnectionLostError,
     NoNodeError,
     RetriesExhaustedError,
     SequenceOverflowError,
-    SessionLost,
-    ZkTimeoutError,
 )
 from zk_recipes._internals.cancellation import Cancellation
-from zk_recipes._internals.patience import Expired, patient
-from zk_recipes._types import CreateMode, WatchEvent, WatchEventType, mark_inline
+from zk_recipes._internals.patience import Expired, patient_steps
+from zk_recipes._internals.waits import WaitDeleted
+from zk_recipes._types import CreateMode
 
 log = logging.getLogger("zk_recipes.contenders")
 
@@ -130,23 +127,6 @@ def is_live(client: ZkClient, entry: Entry) -> bool:
     return entry.epoch is not None and entry.epoch == client.loss_epoch
 
 
-@dataclasses.dataclass
-class _Wake:
-    event: threading.Event = dataclasses.field(default_factory=threading.Event)
-    deleted: bool = False
-    #: The watch itself fired (not a close or a cancel setting the event).
-    fired: bool = False
-
-    def __call__(self, watch_event: WatchEvent) -> None:
-        self.deleted = watch_event.type is WatchEventType.DELETED
-        self.fired = True
-        self.event.set()
-
-
-# It only records and sets an event: run it on the connection thread, one hop sooner.
-mark_inline(_Wake)
-
-
 class ContenderQueue:
     """Contenders in one directory, ordered by sequence number."""
 
@@ -190,7 +170,13 @@ class ContenderQueue:
         when the directory's sequence numbers have wrapped. ``timeout``
         bounds the wait for the create (``ZkClient.create_and_list``).
         """
-        created, children = self.client.create_and_list(
+        return run_blocking(self.enter_steps(data, token, timeout))
+
+    def enter_steps(
+        self, data: bytes, token: str | None = None, timeout: float | None = None
+    ) -> Steps[tuple[Entry, list[str] | None]]:
+        """``enter()`` as steps (_client/steps.py)."""
+        created, children = yield from self.client.create_and_list_steps(
             _paths.join(self.path, token or self.token),
             data,
             mode=CreateMode.EPHEMERAL_SEQUENTIAL,
@@ -206,15 +192,26 @@ class ContenderQueue:
             owner,
             self.client.session_epoch(owner),
         )
-        self._check_sequence(entry)
+        yield from self._check_sequence_steps(entry)
         return entry, (self.sort(children) if children is not None else None)
 
     def _check_sequence(self, entry: Entry) -> None:
+        """SequenceOverflowError, our node deleted, when the sequence wrapped; warns near it."""
+        run_blocking(self._check_sequence_steps(entry))
+
+    def _check_sequence_steps(self, entry: Entry) -> Steps[None]:
+        """``_check_sequence`` as steps (_client/steps.py)."""
+        wrapped = self._wrapped(entry)
+        if wrapped is not None:
+            yield from self._forget_steps(entry)
+            raise wrapped
+
+    def _wrapped(self, entry: Entry) -> SequenceOverflowError | None:
+        """The error to raise (after deleting our node) when the sequence wrapped; warns near it."""
         sequence = sequence_of(entry.name, self.sort_tokens)
         if sequence is None:
-            return
+            return None
         if sequence < 0:
-            self._forget(entry)
             full = self.client.namespace + self.path
             message = (
                 f"the sequence numbers in {self.path} have wrapped around (our new node is "
@@ -225,7 +222,7 @@ class ContenderQueue:
                 "from 0."
             )
             log.error(message)
-            raise SequenceOverflowError(message, self.path)
+            return SequenceOverflowError(message, self.path)
         if sequence >= NEAR_WRAP and not self._warned_near_wrap:
             self._warned_near_wrap = True
             log.warning(
@@ -235,6 +232,7 @@ class ContenderQueue:
                 self.path,
                 sequence,
             )
+        return None
 
     def leave(self, entry: Entry) -> None:
         """Delete our node; if the connection fails, keep trying in the background.
@@ -243,7 +241,13 @@ class ContenderQueue:
         ended, the node went with it, or goes when the client closes it on the
         server).
         """
-        self.client.delete(entry.path, guaranteed=True, session=entry.session_id, czxid=entry.czxid)
+        run_blocking(self.leave_steps(entry))
+
+    def leave_steps(self, entry: Entry) -> Steps[None]:
+        """``leave()`` as steps (_client/steps.py)."""
+        yield from self.client.delete_steps(
+            entry.path, guaranteed=True, session=entry.session_id, czxid=entry.czxid
+        )
 
     def acquire(
         self,
@@ -261,27 +265,45 @@ class ContenderQueue:
         the rule is plain FIFO, so the head's deletion alone makes the second
         in line first (no re-read). ``cancel``: when set, give up as on a timeout.
         """
+        return run_blocking(
+            self.acquire_steps(
+                data, deadline, rule, token=token, head_shortcut=head_shortcut, cancel=cancel
+            )
+        )
+
+    def acquire_steps(
+        self,
+        data: bytes,
+        deadline: float | None,
+        rule: Rule,
+        *,
+        token: str | None = None,
+        head_shortcut: bool = True,
+        cancel: Cancellation | None = None,
+    ) -> Steps[Entry | None]:
+        """``acquire()`` as steps (_client/steps.py), for the blocking and asyncio drivers."""
         entry: Entry | None = None
         self.unreached = False
         try:
             names: list[str] | None = None
             while True:
                 if entry is None:
-                    entered = self._enter_patiently(data, token, deadline, cancel)
+                    entered = yield from self._enter_patiently(data, token, deadline, cancel)
                     if entered is None:
                         self.unreached = True
                         return None
-                    entry, names = entered
+                    (entry, names), entered = entered, None
                 if names is None:
-                    names = self._relist(deadline, cancel)
+                    names = yield from self._relist(deadline, cancel)
                     if names is None:
-                        self._forget(entry)
+                        gone, entry = entry, None
+                        yield from self._forget_steps(gone)
                         self.unreached = True
                         return None
                 if not is_live(self.client, entry) or entry.name not in names:
                     # Our session was lost while we waited: our node is gone (or going).
-                    self._forget(entry)
-                    entry, names = None, None
+                    gone, entry, names = entry, None, None
+                    yield from self._forget_steps(gone)
                     if _expired(deadline, cancel):
                         self.unreached = True
                         return None
@@ -292,78 +314,73 @@ class ContenderQueue:
                 if waiting_for is None:
                     return entry
                 if _expired(deadline, cancel):
-                    self._forget(entry)
+                    gone, entry = entry, None
+                    yield from self._forget_steps(gone)
                     return None
                 shortcut = head_shortcut and index == 1 and waiting_for == names[0]
-                deleted = self._wait_for_delete(self.node_path(waiting_for), deadline, cancel)
+                # Not kept while we wait: with N contenders queued at once, N listings
+                # of up to N names each would stay alive (O(N^2) memory).
+                names = None
+                deleted = yield WaitDeleted(
+                    self.client, self.node_path(waiting_for), deadline, cancel
+                )
                 if deleted and shortcut and is_live(self.client, entry):
                     return entry
-                names = None
+        except GeneratorExit:
+            if entry is not None:  # abandoned by its driver: no more steps can run
+                self._forget(entry)
+            raise
         except BaseException:
             if entry is not None:
-                self._forget(entry)
+                gone, entry = entry, None
+                yield from self._forget_steps(gone)
             raise
 
     def _enter_patiently(
         self, data: bytes, token: str | None, deadline: float | None, cancel: Cancellation | None
-    ) -> tuple[Entry, list[str] | None] | None:
+    ) -> Steps[tuple[Entry, list[str] | None] | None]:
         """``enter()``, riding out connection trouble until the deadline (None: gave up)."""
         try:
-            return patient(
-                self.client,
-                deadline,
-                lambda limit: self.enter(data, token, limit),
-                cancel=cancel,
-                also=(RetriesExhaustedError,),
-                what=f"queueing in {self.path}",
+            return (
+                yield from patient_steps(
+                    self.client,
+                    deadline,
+                    lambda limit: self.enter_steps(data, token, limit),
+                    cancel=cancel,
+                    also=(RetriesExhaustedError,),
+                    what=f"queueing in {self.path}",
+                )
             )
         except Expired:
             log.info("could not queue in %s before the deadline", self.path)
             return None
 
-    def _wait_for_delete(
-        self, path: str, deadline: float | None, cancel: Cancellation | None = None
-    ) -> bool:
-        """Wait until ``path`` is deleted (True) or something else happens (False)."""
-        wake = _Wake()
-        try:
-            self.client.get_async(path, watch=wake).result(
-                request_timeout(self.client.settings.connection_timeout, deadline)
-            )
-        except NoNodeError:
-            return True
-        except (ConnectionLostError, ZkTimeoutError, SessionLost):
-            return False
-        with (
-            self.client.wake_on_close(wake.event),
-            cancel.wakes(wake.event) if cancel is not None else contextlib.nullcontext(),
-        ):
-            wake.event.wait(remaining(deadline))
-        if not wake.fired:
-            # Timed out, cancelled or closed: the watch would stay on the server until
-            # the predecessor changes. (A close drops it with the connection anyway.)
-            self.client.remove_data_watch(path, wake)
-        return wake.deleted
-
-    def _relist(self, deadline: float | None, cancel: Cancellation | None) -> list[str] | None:
+    def _relist(
+        self, deadline: float | None, cancel: Cancellation | None
+    ) -> Steps[list[str] | None]:
         """The queue, read again across disconnects; None once the deadline passed."""
         client = self.client
 
-        def send(limit: float) -> list[str]:
+        def send(limit: float) -> Steps[list[str]]:
             try:
-                return client.get_children_async(self.path).result(limit)
+                names: list[str] = yield Reply(client.get_children_async(self.path), limit)
             except NoNodeError:
                 return []  # the container went with our node: our session was lost
+            return names
 
         try:
-            children = patient(client, deadline, send, cancel=cancel)
+            children = yield from patient_steps(client, deadline, send, cancel=cancel)
         except Expired:
             return None
         return self.sort(children)
 
     def _forget(self, entry: Entry) -> None:
+        run_blocking(self._forget_steps(entry))
+
+    def _forget_steps(self, entry: Entry) -> Steps[None]:
+        """Delete our node (``leave``); a failure is logged, never raised."""
         try:
-            self.leave(entry)
+            yield from self.leave_steps(entry)
         except ClientStateError:
             pass  # a closed client: its session, and so our ephemeral node, is gone
         except Exception:

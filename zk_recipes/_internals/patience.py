@@ -15,17 +15,18 @@ the semaphore's lease nodes and lease list all go through it.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from zk_recipes._client.client import ZkClient
+from zk_recipes._client.steps import Steps, call_step, run_blocking
 from zk_recipes._deadline import remaining
 from zk_recipes._errors import ConnectionLostError, SessionLost, ZkTimeoutError
 from zk_recipes._internals.cancellation import Cancellation
+from zk_recipes._internals.waits import Pause, WaitConnected
 
 log = logging.getLogger("zk_recipes.patience")
 
@@ -55,6 +56,31 @@ def patient(
     that retries by itself). ``what``: logged at the first failure ("queueing
     in /x failed ...; trying again once connected").
     """
+    return run_blocking(
+        patient_steps(
+            client,
+            deadline,
+            lambda limit: call_step(functools.partial(send, limit)),
+            cancel=cancel,
+            through_session_loss=through_session_loss,
+            also=also,
+            what=what,
+        )
+    )
+
+
+def patient_steps(
+    client: ZkClient,
+    deadline: float | None,
+    send: Callable[[float], Steps[T]],
+    *,
+    cancel: Cancellation | None = None,
+    through_session_loss: bool = True,
+    also: tuple[type[BaseException], ...] = (),
+    what: str | None = None,
+) -> Steps[T]:
+    """``patient()`` as steps (_client/steps.py): each try is ``send(limit)``'s steps, each
+    wait a step of its own, so an awaited ride-out holds no thread while it waits."""
     failures_to_wait_out: tuple[type[BaseException], ...] = (
         ConnectionLostError,
         ZkTimeoutError,
@@ -72,7 +98,8 @@ def patient(
             limit = min(limit, max(left, FIRST_TRY) if first else max(left, 0.001))
         first = False
         try:
-            return send(limit)
+            answer: T = yield from send(limit)
+            return answer
         except failures_to_wait_out as exc:
             failures += 1
             if what is not None:
@@ -84,14 +111,9 @@ def patient(
         after = remaining(deadline)
         if after is not None and after <= 0:
             raise Expired
-        client.wait_connected(min(1.0, after) if after is not None else 1.0)
+        yield WaitConnected(client, min(1.0, after) if after is not None else 1.0)
         if failures > 1:
             # Connected, yet failing again at once (kazoo between sessions): back off,
             # woken by a close or a cancellation.
-            pause = threading.Event()
-            with contextlib.ExitStack() as stack:
-                stack.enter_context(client.wake_on_close(pause))
-                if cancel is not None:
-                    stack.enter_context(cancel.wakes(pause))
-                backoff = min(0.02 * 2**failures, 0.5)
-                pause.wait(backoff if after is None else min(backoff, after))
+            backoff = min(0.02 * 2**failures, 0.5)
+            yield Pause(client, backoff if after is None else min(backoff, after), cancel)

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any, Literal, final
 
 from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
+from zk_recipes._client.steps import Steps, run_blocking
 from zk_recipes._deadline import acquire_deadline, remaining
 from zk_recipes._errors import ClientStateError, LockLost, RecipeUsageError
 from zk_recipes._internals.args import optional_str, require_client
@@ -251,12 +252,17 @@ class _Mutex(LockVerbs):
             self._open_gate()
             self._refused(blocking, cancel, "", unreached=self._queue.unreached)
             return False
+        self._took(entry, began)
+        return True
+
+    def _took(self, entry: Entry, began: float) -> None:
+        """Our turn came (``entry``): hold it, and follow the hold (the asyncio form's too)."""
         seq, in_doubt = taken_now(self.client)
         hold = _Hold(
             entry,
             seq,
             in_doubt,
-            thread=me,
+            thread=threading.get_ident(),
             thread_name=threading.current_thread().name,
         )
         with self._mutex:
@@ -264,14 +270,24 @@ class _Mutex(LockVerbs):
             self._acquisitions += 1
         self.lost.clear()
         self._holds.add(hold)  # follows the hold; a loss in the meantime is caught here
+        sink = _metrics.sink
         metric = self._spec.metric
         if sink is not None and metric is not None:
             hold.since = time.monotonic()
             sink.acquired(metric, self.path, hold.since - began)
-        return True
 
     def release(self) -> None:
         """Release the lock (the node is deleted, in the background if the connection is down)."""
+        hold = self._let_go()
+        if hold is None:
+            return
+        try:
+            self._leave(hold)
+        finally:
+            self._open_gate()
+
+    def _let_go(self) -> _Hold | None:
+        """A release's bookkeeping; the hold whose node to delete (None: an RLock re-entry)."""
         with self._mutex:
             hold = self._hold
             if hold is None:
@@ -283,22 +299,27 @@ class _Mutex(LockVerbs):
                 )
             hold.count -= 1
             if hold.count > 0:
-                return
+                return None
             self._hold = None
             self._holds.remove(hold)
         sink = _metrics.sink
         if sink is not None and hold.since and self._spec.metric is not None:
             sink.released(self._spec.metric, self.path, time.monotonic() - hold.since)
+        return hold
+
+    def _leave(self, hold: _Hold) -> None:
+        run_blocking(self._leave_steps(hold))
+
+    def _leave_steps(self, hold: _Hold) -> Steps[None]:
+        """Delete the node of a hold let go, as steps (_client/steps.py)."""
         try:
             # Deleted as its holder: on its session only. After LOST the node goes
             # with that session (closed on the server at the next connection).
-            self._queue.leave(hold.entry)
+            yield from self._queue.leave_steps(hold.entry)
         except ClientStateError:
             if not self.client.is_closed:
                 raise
             # Closed: the session is gone, and our node with it.
-        finally:
-            self._open_gate()
 
     def cancel(self) -> None:
         """End every ``acquire()`` waiting on this object now: each returns False.
@@ -395,10 +416,14 @@ class _Mutex(LockVerbs):
     # -- internals -------------------------------------------------------
     def _take(self, deadline: float | None, cancel: Cancellation) -> Entry | None:
         """Queue up and wait for our turn (a read lock taken by its writer overrides this)."""
+        return run_blocking(self._take_steps(deadline, cancel))
+
+    def _take_steps(self, deadline: float | None, cancel: Cancellation) -> Steps[Entry | None]:
+        """``_take`` as steps (_client/steps.py): what the asyncio form awaits."""
         data = self._node_data
         if data is None:
             data = Owner.here_bytes(self.identifier)
-        return self._queue.acquire(
+        return self._queue.acquire_steps(
             data, deadline, self._spec.rule, head_shortcut=self._spec.head_shortcut, cancel=cancel
         )
 
