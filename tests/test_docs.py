@@ -231,6 +231,7 @@ REFERENCE = {
     "zk_recipes.frameworks": ("zk_recipes/frameworks/__init__.py", "frameworks.md"),
     "zk_recipes.testing": ("zk_recipes/testing/__init__.py", "testing.md"),
     "zk_recipes.metrics": ("zk_recipes/metrics.py", "metrics.md"),
+    "zk_recipes.aio": ("zk_recipes/aio/__init__.py", "aio.md"),
     "zk_recipes_django": ("integrations/zk_recipes_django/__init__.py", "django.md"),
     "zk_recipes_flask": ("integrations/zk_recipes_flask/__init__.py", "flask.md"),
     "zk_recipes_celery": ("integrations/zk_recipes_celery/__init__.py", "celery.md"),

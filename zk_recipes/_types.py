@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from zk_recipes._errors import ConfigurationError, WrongTypeError
 
@@ -119,6 +119,14 @@ class WatchEvent:
 
 
 WatchCallback = Callable[[WatchEvent], object]
+
+
+class Wakeable(Protocol):
+    """What a wait sleeps on and a close or a cancel sets: a ``threading.Event``, or the
+    asyncio API's wake that completes a future on its loop (zk_recipes.aio)."""
+
+    def set(self) -> None: ...
+
 
 #: The attribute that marks a watch callback as one of our internal wake-ups.
 _INLINE_ATTRIBUTE = "_zk_recipes_inline"

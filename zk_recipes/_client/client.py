@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, final
 
 from zk_recipes import _metrics, _paths
+from zk_recipes._client.awaitable import AsyncRequests
 from zk_recipes._client.connection_holder import ConnectionHolder
 from zk_recipes._client.creates import CreateResult, Creator
 from zk_recipes._client.deletes import GuaranteedDeleter
@@ -526,6 +527,15 @@ class ZkClient(WatchRequests):
         """Make this client's server catch up with the leader for ``path``."""
         _paths.validate_path(path)
         self._usable().sync_async(self._abs(path)).result(self._op_timeout)
+
+    @property
+    def aio(self) -> AsyncRequests:
+        """The client's requests as coroutines, for asyncio code: ``await zk.aio.get(path)``.
+
+        ``zk.aio.states()`` iterates over connection state changes. The
+        recipes' asyncio forms are in ``zk_recipes.aio`` (docs/asyncio.md).
+        """
+        return AsyncRequests(self)
 
     # Async building blocks for recipes that pipeline requests.
     def create_async(

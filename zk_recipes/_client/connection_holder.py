@@ -49,6 +49,7 @@ from zk_recipes._errors import (
 )
 from zk_recipes._settings import ClientSettings
 from zk_recipes._threads import say, start_or_defer
+from zk_recipes._types import Wakeable
 
 log = logging.getLogger("zk_recipes.client")
 
@@ -105,7 +106,7 @@ class ConnectionHolder:
         #: Set in a child process after fork(): the connection is the parent's.
         self.forked = False
         self._reviving = False
-        self._wakeups: set[threading.Event] = set()
+        self._wakeups: set[Wakeable] = set()
         self._starting: threading.Event | None = None
 
     @property
@@ -231,7 +232,7 @@ class ConnectionHolder:
         self._listeners.wait_idle(1.0)
 
     @contextlib.contextmanager
-    def wake_on_close(self, event: threading.Event) -> Iterator[None]:
+    def wake_on_close(self, event: Wakeable) -> Iterator[None]:
         """Set ``event`` if the client is closed while the block runs."""
         with self._lock:
             if self._closed:

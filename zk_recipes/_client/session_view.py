@@ -11,7 +11,6 @@ decides when there is one is the ``ConnectionHolder`` (connection_holder.py).
 
 from __future__ import annotations
 
-import threading
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -21,6 +20,7 @@ from zk_recipes._client.session import SessionTracker
 from zk_recipes._client.states import ConnectionState, ListenerRegistry, StateListener
 from zk_recipes._deadline import session_clock
 from zk_recipes._settings import ClientSettings
+from zk_recipes._types import Wakeable
 
 
 class SessionView:
@@ -176,7 +176,7 @@ class SessionView:
     def remove_listener(self, listener: StateListener) -> None:
         self._listeners.remove(listener)
 
-    def wake_on_close(self, event: threading.Event) -> AbstractContextManager[None]:
+    def wake_on_close(self, event: Wakeable) -> AbstractContextManager[None]:
         """Set ``event`` if this client is closed while the block runs.
 
         For recipes that wait on a watch: kazoo stops its callback thread on

@@ -11,6 +11,8 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
+from zk_recipes._types import Wakeable
+
 
 class Cancellation:
     """A flag that ends a queued wait at once: ``acquire`` then returns None.
@@ -24,7 +26,7 @@ class Cancellation:
     def __init__(self, parent: Cancellation | None = None) -> None:
         self._guard = threading.Lock()
         self._set = False
-        self._events: set[threading.Event] = set()
+        self._events: set[Wakeable] = set()
         self.parent = parent
 
     def set(self) -> None:
@@ -38,7 +40,7 @@ class Cancellation:
         return self._set or (self.parent is not None and self.parent.is_set())
 
     @contextlib.contextmanager
-    def wakes(self, event: threading.Event) -> Iterator[None]:
+    def wakes(self, event: Wakeable) -> Iterator[None]:
         """Set ``event`` if this (or its parent) is, or becomes, set while the block runs."""
         with contextlib.ExitStack() as stack:
             if self.parent is not None:

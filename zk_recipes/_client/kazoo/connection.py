@@ -39,6 +39,7 @@ from zk_recipes._client.kazoo.attempts import RecordingLogger
 from zk_recipes._client.kazoo.bound import refused
 from zk_recipes._client.kazoo.failures import not_connected, translate
 from zk_recipes._client.kazoo.hooks import install_hooks
+from zk_recipes._client.kazoo.pending import new_result
 from zk_recipes._client.kazoo.records import (
     THROUGH_THE_LEADER,
     kazoo_acl,
@@ -200,7 +201,7 @@ class KazooConnection(WatchOps):
         the quorum heard us (the module note). Never blocks the caller."""
         if self._proving is not None:
             return
-        raw = self._kz.handler.async_result()
+        raw = new_result(self._kz)
         self._proving = raw
         self.proof_syncs += 1
 

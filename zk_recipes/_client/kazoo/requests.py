@@ -32,7 +32,7 @@ from zk_recipes._client.direct_send import DirectSender
 from zk_recipes._client.kazoo.bound import Bound, Still, refused
 from zk_recipes._client.kazoo.failures import translate
 from zk_recipes._client.kazoo.multi import Multi, TxOp
-from zk_recipes._client.kazoo.pending import Pending
+from zk_recipes._client.kazoo.pending import Pending, new_result
 from zk_recipes._client.kazoo.records import (
     EVENT_TYPES,
     HEADER_BYTES,
@@ -216,7 +216,7 @@ class TypedRequests:
                 len(body) + HEADER_BYTES,
                 self._max_request,
             )
-        raw = self._kz.handler.async_result()
+        raw = new_result(self._kz)
         if still is not None:
             request = Bound(request, still, self._shown(path))
             if refused(request, raw):

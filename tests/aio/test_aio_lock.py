@@ -1,0 +1,284 @@
+"""aio.Lock against a real server: the sync Lock's queue awaited, cancellation, loss, no threads.
+
+Each test runs its coroutines with ``asyncio.run`` (no asyncio test plugin):
+the loop lives and dies inside the test, as in a user's program.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from tests.containers import children_of
+from zk_recipes import (
+    ClientStateError,
+    ConnectionState,
+    Lock,
+    LockLost,
+    RecipeUsageError,
+    ZkClient,
+    aio,
+)
+from zk_recipes.testing import ZooKeeperServer, expire_session, wait_until
+from zk_recipes.testing.pytest_plugin import ClientFactory
+
+
+def test_acquire_hold_and_release_leave_nothing(zk_client: ZkClient) -> None:
+    async def main() -> None:
+        lock = aio.Lock(zk_client, "/aio/basic", identifier="job-1")
+        async with lock:
+            assert lock.is_held()
+            lock.check()
+            assert lock.fencing_token == zk_client.get(lock.node or "")[1].czxid
+            assert [c.owner.id for c in Lock(zk_client, "/aio/basic").contenders()] == ["job-1"]
+        assert not lock.is_held()
+        assert lock.node is None
+        assert await lock.acquire(blocking=False)  # free: taken at once
+        assert not await aio.Lock(zk_client, "/aio/basic").acquire(blocking=False)
+        await lock.release()
+
+    asyncio.run(main())
+    assert children_of(zk_client, "/aio/basic") == []
+
+
+def test_it_excludes_a_sync_lock_on_the_same_path_both_ways(
+    zk_client_factory: ClientFactory,
+) -> None:
+    sync_lock = Lock(zk_client_factory(), "/aio/shared")
+    holder = zk_client_factory()
+
+    async def main() -> None:
+        lock = aio.Lock(holder, "/aio/shared")
+        assert sync_lock.acquire()
+        assert not await lock.acquire(timeout=0.3)
+        assert lock.statistics().refusal == "held"
+        releasing = threading.Timer(0.2, sync_lock.release)
+        releasing.start()
+        assert await lock.acquire(timeout=10)  # the watch on the sync holder's node wakes us
+        assert not await asyncio.to_thread(sync_lock.acquire, timeout=0.3)
+        await lock.release()
+        assert await asyncio.to_thread(sync_lock.acquire, timeout=5)
+        sync_lock.release()
+
+    asyncio.run(main())
+
+
+def test_many_coroutines_take_turns_without_overlap_on_a_handful_of_threads(
+    zk_client: ZkClient,
+) -> None:
+    """A hundred contenders (an object each) on one path: one at a time, every one served.
+
+    The threads of the process grow by the pool's size at most (``POOL_THREADS``),
+    not by one per waiter.
+    """
+    contenders = 100
+    before = threading.active_count()
+    inside: list[int] = []
+    overlaps: list[int] = []
+    tokens: list[int] = []
+    most_threads = [before]
+
+    async def one(index: int) -> None:
+        lock = aio.Lock(zk_client, "/aio/many")
+        async with lock:
+            inside.append(index)
+            if len(inside) > 1:
+                overlaps.append(index)
+            tokens.append(lock.fencing_token)
+            most_threads[0] = max(most_threads[0], threading.active_count())
+            await asyncio.sleep(0)
+            inside.remove(index)
+
+    async def main() -> None:
+        await asyncio.gather(*(one(index) for index in range(contenders)))
+
+    asyncio.run(main())
+    assert overlaps == []
+    assert len(tokens) == contenders
+    assert tokens == sorted(tokens)  # a fair queue: in the order they entered it
+    assert most_threads[0] <= before + aio.POOL_THREADS
+    assert children_of(zk_client, "/aio/many") == []
+
+
+def _cancel_task(task: asyncio.Task[Any]) -> Awaitable[None]:
+    async def cancel() -> None:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    return cancel()
+
+
+async def _timeout(waiter: Callable[[], Awaitable[bool]]) -> None:
+    if sys.version_info < (3, 11):
+        pytest.skip("asyncio.timeout is Python 3.11's")
+    else:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.5):
+                await waiter()
+
+
+async def _wait_for(waiter: Callable[[], Awaitable[bool]]) -> None:
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(waiter(), 0.5)
+
+
+@pytest.mark.parametrize("how", ["task.cancel", "asyncio.timeout", "wait_for"])
+def test_a_cancelled_wait_deletes_its_node_before_the_cancellation_goes_on(
+    zk_client_factory: ClientFactory, how: str
+) -> None:
+    holder_client, waiter_client = zk_client_factory(), zk_client_factory()
+    held = Lock(holder_client, "/aio/cancel")
+    assert held.acquire()
+
+    async def main() -> None:
+        lock = aio.Lock(waiter_client, "/aio/cancel")
+        if how == "task.cancel":
+            task = asyncio.ensure_future(lock.acquire())
+            await asyncio.to_thread(
+                wait_until, lambda: len(children_of(holder_client, "/aio/cancel")) == 2, "queued"
+            )
+            await _cancel_task(task)
+        elif how == "asyncio.timeout":
+            await _timeout(lock.acquire)
+        else:
+            await _wait_for(lock.acquire)
+        # Gone by the time the cancellation reached us: only the holder is queued.
+        assert children_of(holder_client, "/aio/cancel") == [str(held.node).rsplit("/", 1)[1]]
+        assert not lock.is_held()
+        assert lock.statistics().refusal is None  # cancelled, not refused
+        # The object is usable again once the holder lets go.
+        held.release()
+        assert await lock.acquire(timeout=10)
+        await lock.release()
+
+    asyncio.run(main())
+    assert children_of(holder_client, "/aio/cancel") == []
+
+
+def test_coroutines_sharing_one_object_queue_locally(zk_client: ZkClient) -> None:
+    lock = aio.Lock(zk_client, "/aio/local")
+    order: list[int] = []
+
+    async def one(index: int) -> None:
+        async with lock:
+            assert len(children_of(zk_client, "/aio/local")) == 1  # one contender per object
+            order.append(index)
+            await asyncio.sleep(0.01)
+
+    async def main() -> None:
+        await asyncio.gather(*(one(index) for index in range(5)))
+        async with lock:
+            assert not await asyncio.wait_for(asyncio.shield(lock.acquire(blocking=False)), 5)
+
+    asyncio.run(main())
+    assert sorted(order) == list(range(5))
+
+
+def test_the_loss_of_a_hold_is_an_event_the_coroutine_can_await(
+    zk_client_factory: ClientFactory, zk_hosts: str
+) -> None:
+    client = zk_client_factory(session_timeout=3.0)
+
+    async def main() -> None:
+        lock = aio.Lock(client, "/aio/lost")
+        await lock.acquire()
+        await asyncio.to_thread(expire_session, client, hosts=zk_hosts)
+        await asyncio.wait_for(lock.lost.wait(), 20)
+        with pytest.raises(LockLost):
+            lock.check()
+        await lock.release()  # forgets it locally; never deletes a node not ours
+        assert await lock.acquire(timeout=20)  # the new session queues again
+        assert not lock.lost.is_set()
+        await lock.release()
+
+    asyncio.run(main())
+
+
+def test_no_step_blocks_the_loop_in_debug_mode(
+    zk_client_factory: ClientFactory, zk_server: ZooKeeperServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """asyncio's debug mode names every callback that ran 50 ms or more: none may,
+    through hand-offs, a cut connection and the reconnect.
+
+    A callback's time is wall time, so a loaded machine that descheduled the
+    loop's thread shows one now and then: the scenario runs up to three times
+    and one clean run passes. A call that blocks (a round trip, a wait for the
+    connection) would show in every run.
+    """
+    proxy = zk_server.proxy()
+    zk_client = zk_client_factory(hosts=proxy.connect_string)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        loop.slow_callback_duration = 0.05
+        other = aio.Lock(zk_client, "/aio/debug")
+        lock = aio.Lock(zk_client, "/aio/debug")
+        for _ in range(5):
+            async with other:
+                waiter = asyncio.ensure_future(lock.acquire())
+                await asyncio.sleep(0.05)
+            assert await waiter
+            await lock.release()
+        heard = []
+        async with lock, zk_client.aio.states() as states:
+            await asyncio.to_thread(proxy.cut)  # the harness's call blocks, not ours
+            async for change in states:
+                heard.append(change.state)
+                if change.state is ConnectionState.SUSPENDED:
+                    await asyncio.to_thread(proxy.heal)
+                if change.state.is_connected:
+                    break
+            lock.check()
+        assert heard == [ConnectionState.SUSPENDED, ConnectionState.RECONNECTED]
+
+    runs: list[list[str]] = []
+    try:
+        for _ in range(3):
+            caplog.clear()
+            with caplog.at_level(logging.WARNING, logger="asyncio"):
+                asyncio.run(main(), debug=True)
+            runs.append([r.getMessage() for r in caplog.records if "took" in r.getMessage()])
+            if not runs[-1]:
+                break
+    finally:
+        proxy.close()
+    assert [] in runs, runs
+
+
+def test_one_object_serves_one_loop_and_a_closed_client_is_refused(
+    zk_client_factory: ClientFactory,
+) -> None:
+    client = zk_client_factory()
+    lock = aio.Lock(client, "/aio/loops")
+
+    async def once() -> None:
+        async with lock:
+            pass
+
+    asyncio.run(once())
+    with pytest.raises(RecipeUsageError, match="event loop"):
+        asyncio.run(once())
+    client.close()
+    with pytest.raises(ClientStateError):
+        asyncio.run(aio.Lock(client, "/aio/loops").acquire())
+
+
+def test_the_clients_requests_awaited(zk_client: ZkClient) -> None:
+    async def main() -> None:
+        made = await zk_client.aio.create("/aio-node", b"one")
+        assert made.path == "/aio-node"
+        data, stat = await zk_client.aio.get("/aio-node")
+        assert (data, stat.version) == (b"one", 0)
+        assert (await zk_client.aio.set("/aio-node", b"two")).version == 1
+        assert await zk_client.aio.get_children("/") == ["aio-node"]
+        await zk_client.aio.delete("/aio-node")
+        assert await zk_client.aio.exists("/aio-node") is None
+
+    asyncio.run(main())

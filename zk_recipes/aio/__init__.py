@@ -1,0 +1,16 @@
+"""zk-recipes for asyncio: the recipes awaited, on the same machinery as the sync API.
+
+``from zk_recipes import aio``, then ``async with aio.Lock(zk, "/locks/x"):``.
+The client's own requests are ``zk.aio`` (``await zk.aio.get(path)``,
+``async for change in zk.aio.states()``). Waiting holds no thread; cancelling
+a waiting acquire deletes its node before the CancelledError goes on. See
+docs/asyncio.md for what each form does and which thread runs what.
+"""
+
+from __future__ import annotations
+
+from zk_recipes._client.awaitable import AsyncRequests, StateChanges
+from zk_recipes.aio._drive import POOL_THREADS
+from zk_recipes.aio._lock import Lock
+
+__all__ = ["POOL_THREADS", "AsyncRequests", "Lock", "StateChanges"]

@@ -1,0 +1,178 @@
+"""``aio.Lock``: the Lock recipe awaited, on the same contender queue and hold rules.
+
+Not a second lock: it holds a sync ``_Mutex`` of the Lock kind and drives the
+very steps its ``acquire()`` runs (_client/steps.py) with the asyncio
+driver (``_drive.py``), so Java's InterProcessMutex, our sync Lock and this
+one queue in one directory and exclude each other. What is its own: the local
+gate (one object is one contender; coroutines that share it queue on an
+``asyncio.Lock``, as threads sharing a sync Lock queue on a condition), the
+loss as an ``asyncio.Event``, and the rule that an object serves one loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from types import TracebackType
+
+from zk_recipes import _metrics
+from zk_recipes._client.client import ZkClient
+from zk_recipes._deadline import acquire_deadline, remaining
+from zk_recipes._errors import LockTimeout, RecipeUsageError
+from zk_recipes._internals.cancellation import Cancellation
+from zk_recipes._locks.lock import LOCK_KIND, LockStatistics, _Mutex
+from zk_recipes.aio._drive import run_awaited
+
+
+class Lock:
+    """A fair, fenced, loss-aware distributed lock for asyncio code; Lock's twin.
+
+    ``aio.Lock(client, "/locks/report", identifier=None)`` queues with every
+    Lock (sync, asyncio, and Curator's InterProcessMutex) on the same path.
+    Use it as ``async with lock:``, ``async with lock.acquired(timeout=5):``
+    (LockTimeout if not in time), or ``await lock.acquire(timeout=None) ->
+    bool`` and ``await lock.release()``.
+
+    Waiting holds no thread: a watch completes a future on the loop.
+    Cancelling a waiting ``acquire()`` (``task.cancel()``, ``asyncio.timeout``,
+    ``wait_for``) deletes its node before the CancelledError goes on. While
+    held: ``fencing_token``, ``check()`` (raises LockLost once the session is
+    lost; never blocks), ``is_held()``, and ``lost``, an ``asyncio.Event`` set
+    when the hold is lost (``await lock.lost.wait()``, or race it with your
+    work). One object serves one event loop; coroutines sharing it queue
+    locally. See docs/asyncio.md.
+    """
+
+    def __init__(self, client: ZkClient, path: str, *, identifier: str | None = None) -> None:
+        self._inner = _Mutex(client, path, LOCK_KIND, identifier=identifier)
+        self.client = self._inner.client
+        self.path = self._inner.path
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._gate: asyncio.Lock | None = None
+        self._lost: asyncio.Event | None = None
+        self._inner.on_lost(self._heard_lost)
+
+    # -- the loop this object serves ------------------------------------------
+    def _bind(self) -> tuple[asyncio.Lock, asyncio.Event]:
+        """The local gate and the loss event, on the loop this object serves."""
+        loop = asyncio.get_running_loop()
+        if self._gate is None or self._lost is None:
+            self._loop, self._gate, self._lost = loop, asyncio.Lock(), asyncio.Event()
+        elif self._loop is not loop:
+            raise RecipeUsageError(
+                f"{self!r} serves the event loop it was first used on; make one aio.Lock "
+                "per loop (per thread running a loop)"
+            )
+        return self._gate, self._lost
+
+    def _heard_lost(self, _mutex: object) -> None:
+        loop, lost = self._loop, self._lost
+        if loop is not None and lost is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody listens
+                loop.call_soon_threadsafe(lost.set)
+
+    @property
+    def lost(self) -> asyncio.Event:
+        """Set when the held lock is lost with its session (cleared by the next acquire)."""
+        return self._bind()[1]
+
+    # -- acquire and release ----------------------------------------------------
+    async def acquire(self, timeout: float | None = None, *, blocking: bool = True) -> bool:
+        """Take the lock; False only if not acquired in time (or at once, non-blocking).
+
+        ``timeout`` covers the whole wait, connection trouble and a session
+        expiry included, as the sync Lock's. Cancelling the task deletes our
+        node first, then raises CancelledError.
+        """
+        gate, lost = self._bind()
+        inner = self._inner
+        deadline = acquire_deadline(blocking, timeout)
+        began = time.monotonic() if _metrics.sink is not None else 0.0
+        self.client.check_usable()
+        busy = "another coroutine of this process has it"
+        if not blocking and (gate.locked() or getattr(gate, "_waiters", None)):
+            inner._refused(False, Cancellation(), busy)  # (a waiter being woken takes it next)
+            return False
+        try:
+            if deadline is None or not blocking:
+                await gate.acquire()  # no timer to pay for (non-blocking: it is free)
+            else:
+                await asyncio.wait_for(gate.acquire(), remaining(deadline))
+        except asyncio.TimeoutError:  # not the builtin one before Python 3.11
+            inner._refused(True, Cancellation(), busy)
+            return False
+        try:
+            cancel = Cancellation()
+            steps = inner._take_steps(deadline, cancel)
+            entry = await run_awaited(steps, cancel, inner._queue._forget_steps)
+        except BaseException:
+            gate.release()
+            raise
+        if entry is None:
+            gate.release()
+            inner._refused(blocking, cancel, "", unreached=inner._queue.unreached)
+            return False
+        inner._took(entry, began)
+        lost.clear()
+        return True
+
+    async def release(self) -> None:
+        """Release the lock: its node is deleted (in the background if disconnected)."""
+        gate, _ = self._bind()
+        hold = self._inner._let_go()
+        if hold is None:
+            return
+        try:
+            await run_awaited(self._inner._leave_steps(hold), Cancellation())
+        finally:
+            gate.release()
+
+    async def __aenter__(self) -> Lock:
+        await self.acquire()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.release()
+
+    @contextlib.asynccontextmanager
+    async def acquired(self, timeout: float | None = None) -> AsyncIterator[Lock]:
+        """``async with lock.acquired(timeout=5):``; LockTimeout if not acquired in time."""
+        if not await self.acquire(timeout=timeout):
+            raise LockTimeout(f"{self!r} not acquired within {timeout:g} s")
+        try:
+            yield self
+        finally:
+            await self.release()
+
+    # -- while held (never blocking) ----------------------------------------------
+    def is_held(self) -> bool:
+        """True while this process holds the lock for sure (not in doubt, not lost)."""
+        return self._inner.is_held()
+
+    def check(self) -> None:
+        """Raise LockLost if the lock was lost (as Lock.check; never blocks)."""
+        self._inner.check()
+
+    @property
+    def fencing_token(self) -> int:
+        """The czxid of our node: pass it to storage so it can refuse stale holders."""
+        return self._inner.fencing_token
+
+    @property
+    def node(self) -> str | None:
+        """Path of our node while held."""
+        return self._inner.node
+
+    def statistics(self) -> LockStatistics:
+        """A snapshot of this lock object (see LockStatistics)."""
+        return self._inner.statistics()
+
+    def __repr__(self) -> str:
+        return "<aio." + repr(self._inner)[1:]
