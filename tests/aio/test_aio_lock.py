@@ -152,7 +152,7 @@ def test_a_cancelled_wait_deletes_its_node_before_the_cancellation_goes_on(
         # Gone by the time the cancellation reached us: only the holder is queued.
         assert children_of(holder_client, "/aio/cancel") == [str(held.node).rsplit("/", 1)[1]]
         assert not lock.is_held()
-        assert lock.statistics().refusal is None  # cancelled, not refused
+        assert lock.statistics().refusal == "cancelled"  # not "held": not a refusal
         # The object is usable again once the holder lets go.
         held.release()
         assert await lock.acquire(timeout=10)
@@ -282,3 +282,56 @@ def test_the_clients_requests_awaited(zk_client: ZkClient) -> None:
         assert await zk_client.aio.exists("/aio-node") is None
 
     asyncio.run(main())
+
+
+def test_a_wait_rides_out_a_cut_connection(
+    zk_client_factory: ClientFactory, zk_server: ZooKeeperServer
+) -> None:
+    """Cut while queued: the wait goes on once connected again, and the turn still comes."""
+    proxy = zk_server.proxy()
+    waiter_client = zk_client_factory(hosts=proxy.connect_string)
+    holder = Lock(zk_client_factory(), "/aio/cut")
+    assert holder.acquire()
+
+    async def main() -> None:
+        lock = aio.Lock(waiter_client, "/aio/cut")
+        waiting = asyncio.ensure_future(lock.acquire(timeout=30))
+        await asyncio.to_thread(
+            wait_until, lambda: len(children_of(holder.client, "/aio/cut")) == 2, "queued"
+        )
+        await asyncio.to_thread(proxy.cut)
+        await asyncio.sleep(0.3)
+        await asyncio.to_thread(proxy.heal)
+        await asyncio.to_thread(holder.release)
+        assert await waiting
+        lock.check()
+        await lock.release()
+
+    try:
+        asyncio.run(main())
+    finally:
+        proxy.close()
+    assert children_of(holder.client, "/aio/cut") == []
+
+
+def test_closing_the_client_ends_a_wait_with_a_clear_error_and_no_node(
+    zk_client_factory: ClientFactory,
+) -> None:
+    holder = Lock(zk_client_factory(), "/aio/close")
+    assert holder.acquire()
+    waiter_client = zk_client_factory()
+
+    async def main() -> None:
+        lock = aio.Lock(waiter_client, "/aio/close")
+        waiting = asyncio.ensure_future(lock.acquire())
+        await asyncio.to_thread(
+            wait_until, lambda: len(children_of(holder.client, "/aio/close")) == 2, "queued"
+        )
+        await asyncio.to_thread(waiter_client.close)
+        with pytest.raises(ClientStateError):
+            await asyncio.wait_for(waiting, 10)
+
+    asyncio.run(main())
+    # The closed session took our node with it: only the holder is left.
+    assert children_of(holder.client, "/aio/close") == [str(holder.node).rsplit("/", 1)[1]]
+    holder.release()

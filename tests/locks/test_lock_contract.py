@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
+from tests.aio.from_threads import AioLockFromThreads
 from zk_recipes import (
     ClientStateError,
     Lock,
@@ -42,6 +43,9 @@ FACTORIES: dict[str, Factory] = {
     "SemaphoreMutex": SemaphoreMutex,
     "Semaphore(1)": lambda client, path: Semaphore(client, path, 1),
     "MultiLock([Lock])": lambda client, path: MultiLock([Lock(client, path)]),
+    # The asyncio form, driven from threads through a loop of its own (its cancel()
+    # cancels the acquires' tasks): one contract for both APIs.
+    "aio.Lock": AioLockFromThreads,
 }
 
 

@@ -7,10 +7,13 @@ import multiprocessing
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.aio.from_threads import AioLockFromThreads
 from zk_recipes import ConnectionState, Lock, LockLost, ZkClient
 from zk_recipes.testing import (
     StateRecorder,
@@ -23,6 +26,16 @@ from zk_recipes.testing import (
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 pytestmark = pytest.mark.slow
+
+MakeLock = Callable[[ZkClient, str], Any]
+#: The fault tests that apply to both forms run for each: the sync Lock, and the
+#: asyncio one driven from threads through a loop of its own (tests/aio/from_threads.py).
+LOCKS: dict[str, MakeLock] = {"Lock": Lock, "aio.Lock": AioLockFromThreads}
+
+
+@pytest.fixture(params=sorted(LOCKS))
+def make_lock(request: pytest.FixtureRequest) -> MakeLock:
+    return LOCKS[request.param]
 
 
 def _hammer(hosts: str, namespace: str, log_path: str, rounds: int, ready: object) -> None:
@@ -69,12 +82,12 @@ def test_many_processes_never_overlap_and_tokens_increase(
 
 
 def test_server_side_expiry_while_holding(
-    zk_private_server: ZooKeeperServer, zk_client_factory: ClientFactory
+    make_lock: MakeLock, zk_private_server: ZooKeeperServer, zk_client_factory: ClientFactory
 ) -> None:
     old_client = zk_client_factory(hosts=zk_private_server.connect_string)
     new_client = zk_client_factory(hosts=zk_private_server.connect_string)
-    old, new = Lock(old_client, "/exp"), Lock(new_client, "/exp")
-    lost_calls: list[Lock] = []
+    old, new = make_lock(old_client, "/exp"), make_lock(new_client, "/exp")
+    lost_calls: list[object] = []
     old.on_lost(lost_calls.append)
     assert old.acquire()
     old_token = old.fencing_token
@@ -99,11 +112,14 @@ def test_server_side_expiry_while_holding(
 
 
 def test_partitioned_holder_learns_it_lost_before_anyone_else_acquires(
-    zk_private_server: ZooKeeperServer, zk_proxy: TcpProxy, zk_client_factory: ClientFactory
+    make_lock: MakeLock,
+    zk_private_server: ZooKeeperServer,
+    zk_proxy: TcpProxy,
+    zk_client_factory: ClientFactory,
 ) -> None:
     holder_client = zk_client_factory(hosts=zk_proxy.connect_string, session_timeout=3.0)
     other_client = zk_client_factory(hosts=zk_private_server.connect_string)
-    holder, other = Lock(holder_client, "/part"), Lock(other_client, "/part")
+    holder, other = make_lock(holder_client, "/part"), make_lock(other_client, "/part")
     assert holder.acquire()
     got_at: list[float] = []
 
@@ -126,14 +142,14 @@ def test_partitioned_holder_learns_it_lost_before_anyone_else_acquires(
 
 
 def test_suspended_puts_the_lock_in_doubt_and_reconnect_restores_it(
-    zk_proxy: TcpProxy, zk_client_factory: ClientFactory
+    make_lock: MakeLock, zk_proxy: TcpProxy, zk_client_factory: ClientFactory
 ) -> None:
     recorder = StateRecorder()
     client = zk_client_factory(
         hosts=zk_proxy.connect_string, session_timeout=4.0, simulated_expiry_fraction=0.9
     )
     client.add_listener(recorder)
-    lock = Lock(client, "/doubt")
+    lock = make_lock(client, "/doubt")
     assert lock.acquire()
     token = lock.fencing_token
     zk_proxy.cut()
@@ -155,7 +171,10 @@ def test_suspended_puts_the_lock_in_doubt_and_reconnect_restores_it(
 
 
 def test_lost_reply_during_create_leaves_no_orphan(
-    zk_private_server: ZooKeeperServer, zk_proxy: TcpProxy, zk_client_factory: ClientFactory
+    make_lock: MakeLock,
+    zk_private_server: ZooKeeperServer,
+    zk_proxy: TcpProxy,
+    zk_client_factory: ClientFactory,
 ) -> None:
     recorder = StateRecorder()
     client = zk_client_factory(
@@ -164,7 +183,7 @@ def test_lost_reply_during_create_leaves_no_orphan(
     observer = zk_client_factory(hosts=zk_private_server.connect_string)
     client.add_listener(recorder)
     client.ensure_path("/orphan")
-    lock = Lock(client, "/orphan")
+    lock = make_lock(client, "/orphan")
     mark = recorder.mark()
 
     def heal_once_suspended() -> None:
@@ -180,7 +199,7 @@ def test_lost_reply_during_create_leaves_no_orphan(
     assert len(children) == 1, f"orphan contender left behind: {children}"
     assert lock.node == f"/orphan/{children[0]}"
     lock.release()
-    other = Lock(observer, "/orphan")
+    other = make_lock(observer, "/orphan")
     assert other.acquire(timeout=5)  # the lock still works for everyone
     other.release()
 
@@ -235,14 +254,14 @@ def test_killing_the_holders_server_keeps_the_lock_and_the_queue_order(
 
 
 def test_a_refusal_says_whether_the_lock_was_held_or_zookeeper_unreachable(
-    zk_server: ZooKeeperServer, zk_client_factory: ClientFactory
+    make_lock: MakeLock, zk_server: ZooKeeperServer, zk_client_factory: ClientFactory
 ) -> None:
     """False means "not acquired"; ``statistics().refusal`` says why, for faces and logs."""
-    holder = Lock(zk_client_factory(), "/refusal")
+    holder = make_lock(zk_client_factory(), "/refusal")
     assert holder.acquire()
     with zk_server.proxy() as proxy:
         client = zk_client_factory(hosts=proxy.connect_string, session_timeout=3.0)
-        asker = Lock(client, "/refusal")
+        asker = make_lock(client, "/refusal")
         assert asker.statistics().refusal is None
         assert not asker.acquire(blocking=False)
         assert asker.statistics().refusal == "held"

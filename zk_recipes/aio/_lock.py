@@ -93,7 +93,7 @@ class Lock:
         self.client.check_usable()
         busy = "another coroutine of this process has it"
         if not blocking and (gate.locked() or getattr(gate, "_waiters", None)):
-            inner._refused(False, Cancellation(), busy)  # (a waiter being woken takes it next)
+            self._not_acquired(False, busy)  # (a waiter being woken takes it next)
             return False
         try:
             if deadline is None or not blocking:
@@ -101,22 +101,40 @@ class Lock:
             else:
                 await asyncio.wait_for(gate.acquire(), remaining(deadline))
         except asyncio.TimeoutError:  # not the builtin one before Python 3.11
-            inner._refused(True, Cancellation(), busy)
+            self._not_acquired(True, busy)
             return False
+        except asyncio.CancelledError:
+            self._not_acquired(blocking, "", cancelled=True)
+            raise
         try:
             cancel = Cancellation()
             steps = inner._take_steps(deadline, cancel)
             entry = await run_awaited(steps, cancel, inner._queue._forget_steps)
-        except BaseException:
+        except BaseException as exc:
             gate.release()
+            if isinstance(exc, asyncio.CancelledError):
+                self._not_acquired(blocking, "", cancelled=True)
             raise
         if entry is None:
             gate.release()
-            inner._refused(blocking, cancel, "", unreached=inner._queue.unreached)
+            self._not_acquired(blocking, "", unreached=inner._queue.unreached)
             return False
         inner._took(entry, began)
         lost.clear()
         return True
+
+    def _not_acquired(
+        self, blocking: bool, why: str, *, unreached: bool = False, cancelled: bool = False
+    ) -> None:
+        """Count and record why an acquire did not take the lock, as the sync Lock does
+        (a cancelled one: ``refusal == "cancelled"``, neither busy nor timed out in metrics)."""
+        inner = self._inner
+        with inner._mutex:
+            inner._timeouts += 1
+        cancel = Cancellation()
+        if cancelled:
+            cancel.set()
+        inner._refused(blocking, cancel, why, unreached=unreached)
 
     async def release(self) -> None:
         """Release the lock: its node is deleted (in the background if disconnected)."""
