@@ -70,7 +70,8 @@ def on_int(*_):
     count += 1
 signal.signal(signal.SIGINT, on_int)
 foreground = os.tcgetpgrp(0) if os.isatty(0) else -1
-(here / "ready").write_text(f"{os.getpgrp()} {foreground}")
+(here / "ready.tmp").write_text(f"{os.getpgrp()} {foreground}")
+(here / "ready.tmp").rename(here / "ready")  # whole, or not there: the test reads it at once
 deadline = time.monotonic() + 30
 while not count and time.monotonic() < deadline:
     time.sleep(0.02)
