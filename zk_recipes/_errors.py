@@ -83,6 +83,14 @@ class RecipeUsageError(ZkRecipesError, RuntimeError):
     """A recipe was used the wrong way (the message says how to use it)."""
 
 
+class EventsBehindError(ZkRecipesError):
+    """A consumer of an event stream fell so far behind that events were dropped.
+
+    The stream ends with it; read the snapshot again (``cache.current()``) and
+    start a new stream.
+    """
+
+
 class CacheOverflowError(ZkRecipesError):
     """A cache reached its ``max_nodes``: it stopped rather than grow without bound."""
 

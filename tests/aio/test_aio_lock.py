@@ -10,11 +10,13 @@ import asyncio
 import logging
 import sys
 import threading
+import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
+from tests.aio.loops import LOOPS, run_on
 from tests.containers import children_of
 from zk_recipes import (
     ClientStateError,
@@ -29,7 +31,13 @@ from zk_recipes.testing import ZooKeeperServer, expire_session, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 
-def test_acquire_hold_and_release_leave_nothing(zk_client: ZkClient) -> None:
+@pytest.fixture(params=LOOPS)
+def loop(request: pytest.FixtureRequest) -> str:
+    """Each test below runs on asyncio's loop and on uvloop's."""
+    return str(request.param)
+
+
+def test_acquire_hold_and_release_leave_nothing(loop: str, zk_client: ZkClient) -> None:
     async def main() -> None:
         lock = aio.Lock(zk_client, "/aio/basic", identifier="job-1")
         async with lock:
@@ -43,7 +51,7 @@ def test_acquire_hold_and_release_leave_nothing(zk_client: ZkClient) -> None:
         assert not await aio.Lock(zk_client, "/aio/basic").acquire(blocking=False)
         await lock.release()
 
-    asyncio.run(main())
+    run_on(loop, main())
     assert children_of(zk_client, "/aio/basic") == []
 
 
@@ -70,6 +78,7 @@ def test_it_excludes_a_sync_lock_on_the_same_path_both_ways(
 
 
 def test_many_coroutines_take_turns_without_overlap_on_a_handful_of_threads(
+    loop: str,
     zk_client: ZkClient,
 ) -> None:
     """A hundred contenders (an object each) on one path: one at a time, every one served.
@@ -98,7 +107,7 @@ def test_many_coroutines_take_turns_without_overlap_on_a_handful_of_threads(
     async def main() -> None:
         await asyncio.gather(*(one(index) for index in range(contenders)))
 
-    asyncio.run(main())
+    run_on(loop, main())
     assert overlaps == []
     assert len(tokens) == contenders
     assert tokens == sorted(tokens)  # a fair queue: in the order they entered it
@@ -131,7 +140,7 @@ async def _wait_for(waiter: Callable[[], Awaitable[bool]]) -> None:
 
 @pytest.mark.parametrize("how", ["task.cancel", "asyncio.timeout", "wait_for"])
 def test_a_cancelled_wait_deletes_its_node_before_the_cancellation_goes_on(
-    zk_client_factory: ClientFactory, how: str
+    loop: str, zk_client_factory: ClientFactory, how: str
 ) -> None:
     holder_client, waiter_client = zk_client_factory(), zk_client_factory()
     held = Lock(holder_client, "/aio/cancel")
@@ -158,7 +167,7 @@ def test_a_cancelled_wait_deletes_its_node_before_the_cancellation_goes_on(
         assert await lock.acquire(timeout=10)
         await lock.release()
 
-    asyncio.run(main())
+    run_on(loop, main())
     assert children_of(holder_client, "/aio/cancel") == []
 
 
@@ -182,7 +191,7 @@ def test_coroutines_sharing_one_object_queue_locally(zk_client: ZkClient) -> Non
 
 
 def test_the_loss_of_a_hold_is_an_event_the_coroutine_can_await(
-    zk_client_factory: ClientFactory, zk_hosts: str
+    loop: str, zk_client_factory: ClientFactory, zk_hosts: str
 ) -> None:
     client = zk_client_factory(session_timeout=3.0)
 
@@ -198,7 +207,7 @@ def test_the_loss_of_a_hold_is_an_event_the_coroutine_can_await(
         assert not lock.lost.is_set()
         await lock.release()
 
-    asyncio.run(main())
+    run_on(loop, main())
 
 
 def test_no_step_blocks_the_loop_in_debug_mode(
@@ -285,7 +294,7 @@ def test_the_clients_requests_awaited(zk_client: ZkClient) -> None:
 
 
 def test_a_wait_rides_out_a_cut_connection(
-    zk_client_factory: ClientFactory, zk_server: ZooKeeperServer
+    loop: str, zk_client_factory: ClientFactory, zk_server: ZooKeeperServer
 ) -> None:
     """Cut while queued: the wait goes on once connected again, and the turn still comes."""
     proxy = zk_server.proxy()
@@ -308,7 +317,7 @@ def test_a_wait_rides_out_a_cut_connection(
         await lock.release()
 
     try:
-        asyncio.run(main())
+        run_on(loop, main())
     finally:
         proxy.close()
     assert children_of(holder.client, "/aio/cut") == []
@@ -335,3 +344,27 @@ def test_closing_the_client_ends_a_wait_with_a_clear_error_and_no_node(
     # The closed session took our node with it: only the holder is left.
     assert children_of(holder.client, "/aio/close") == [str(holder.node).rsplit("/", 1)[1]]
     holder.release()
+
+
+def test_a_sync_call_on_the_loop_is_named_in_debug_mode_only(zk_client: ZkClient) -> None:
+    """A sync call from a coroutine blocks the loop: debug mode says so, and how to avoid it."""
+    zk_client.create("/sync-on-loop")
+
+    async def main() -> None:
+        with pytest.warns(RuntimeWarning, match=r"blocks the running asyncio event loop.*aio"):
+            zk_client.get("/sync-on-loop")
+        with pytest.warns(RuntimeWarning) as told:
+            Lock(zk_client, "/aio/sync-on-loop").acquire(timeout=5)
+        assert any("acquire_steps" in str(w.message) for w in told), [str(w.message) for w in told]
+
+    asyncio.run(main(), debug=True)
+
+    async def quiet() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            zk_client.get("/sync-on-loop")  # not in debug mode: nothing said
+
+    asyncio.run(quiet())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        zk_client.get("/sync-on-loop")  # no loop: nothing said

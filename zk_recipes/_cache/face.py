@@ -36,6 +36,11 @@ class CacheFace:
         """
         self._engine.close()
 
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` was called (or the cache stopped on its own)."""
+        return self._engine.closed
+
     def __enter__(self: _Face) -> _Face:
         return self.start()
 

@@ -80,7 +80,7 @@ def settle(pending: Pending[T]) -> asyncio.Future[T]:
         if future.done():
             return
         try:
-            value = done.result(0)
+            value = done.result_now()
         except BaseException as exc:  # the request's failure, translated
             future.set_exception(exc)
         else:
@@ -114,6 +114,11 @@ class LoopWake:
     def _done(self) -> None:
         if not self.future.done():
             self.future.set_result(None)
+
+    def clear(self) -> None:
+        """Ready to be set again (on the loop's thread)."""
+        if self.future.done():
+            self.future = self.loop.create_future()
 
 
 class AsyncRequests:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Generator
 from typing import Any, Generic, Protocol, TypeVar
 
 from zk_recipes._client.kazoo import Pending
+from zk_recipes._client.loop_guard import warn_if_on_loop
 
 T = TypeVar("T")
 
@@ -51,7 +52,7 @@ class Reply(Generic[T]):
     timeout: float
 
     def block(self) -> T:
-        return self.pending.result(self.timeout)
+        return self.pending.outcome(self.timeout)  # run_blocking checked for a loop
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -66,6 +67,7 @@ class Call(Generic[T]):
 
 def run_blocking(steps: Steps[T]) -> T:
     """Run ``steps`` on this thread, each step's ``block()`` in turn."""
+    warn_if_on_loop(f"the sync call behind {getattr(steps, '__qualname__', 'it')}")
     answer: Any = None
     failure: BaseException | None = None
     while True:

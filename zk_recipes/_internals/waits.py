@@ -5,6 +5,10 @@
   watch on it. Blocking: asleep on the event the watch sets.
 - ``WaitConnected`` and ``Pause``: a ride-out's waits for the connection
   and its back-off (``patience.py``).
+- ``NewWake`` and ``Sleep``: a wait on a recipe's own signal (a latch's
+  waiters): ``NewWake`` gives the driver's kind of wake (a ``threading.Event``;
+  in aio one that completes a future on the loop), which the recipe hands to
+  whoever sets it; ``Sleep`` waits on it, then clears it.
 
 The asyncio driver (``zk_recipes/aio/_drive.py``) awaits each with a future
 the watch, a state listener or a timer completes on the loop: no thread
@@ -16,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from zk_recipes._client.client import ZkClient
 from zk_recipes._deadline import remaining, request_timeout
@@ -58,6 +63,26 @@ class Pause:
 
     def block(self) -> None:
         pause(self)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NewWake:
+    """A wake of the driver's kind, for the recipe to register (see the module note)."""
+
+    def block(self) -> threading.Event:
+        return threading.Event()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Sleep:
+    """Wait until ``wake`` (a ``NewWake``'s) is set, at most ``timeout``; then clear it."""
+
+    wake: Any
+    timeout: float | None
+
+    def block(self) -> None:
+        self.wake.wait(self.timeout)
+        self.wake.clear()
 
 
 class DeleteWatch:

@@ -56,6 +56,7 @@ from typing import final
 from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
 from zk_recipes._client.states import StateChange
+from zk_recipes._client.steps import Steps, run_blocking
 from zk_recipes._deadline import wait_deadline
 from zk_recipes._errors import (
     ClientStateError,
@@ -78,6 +79,7 @@ from zk_recipes._internals.holding import (
     taken_now,
 )
 from zk_recipes._internals.lifecycle import Lifecycle, Phase
+from zk_recipes._internals.waits import NewWake, Sleep
 from zk_recipes._leader.latch_values import (
     CloseMode,
     History,
@@ -87,7 +89,7 @@ from zk_recipes._leader.latch_values import (
 )
 from zk_recipes._leader.participants import ErrorPolicy, Participant, read_participants
 from zk_recipes._threads import SerialExecutor, join_unless_current, say
-from zk_recipes._types import WatchEvent, WatchEventType
+from zk_recipes._types import Wakeable, WatchEvent, WatchEventType
 
 log = logging.getLogger("zk_recipes.leader")
 
@@ -156,7 +158,7 @@ class LeaderLatch:
         self._listeners: list[LeaderLatchListener] = []
         self._executor = SerialExecutor(f"zk-recipes latch listeners {self.path}")
         self._callback_thread: int | None = None
-        self._waiters: set[threading.Event] = set()
+        self._waiters: set[Wakeable] = set()
         self._wake = threading.Event()
         self._watching: str | None = None
         self._watching_head = False
@@ -232,14 +234,18 @@ class LeaderLatch:
 
     def await_leadership(self, timeout: float | None = None) -> bool:
         """Wait until this latch leads; False on timeout, or if the latch or client is closed."""
+        return run_blocking(self.await_leadership_steps(timeout))
+
+    def await_leadership_steps(self, timeout: float | None = None) -> Steps[bool]:
+        """``await_leadership`` as steps (_client/steps.py): what the asyncio form awaits."""
         deadline = wait_deadline(timeout)
         if self._life.phase is Phase.LATENT:
             self._life.require_started(repr(self))
-        event = threading.Event()
+        wake: Wakeable = yield NewWake()
         with self._lock:
-            self._waiters.add(event)
+            self._waiters.add(wake)
         try:
-            with self.client.wake_on_close(event):
+            with self.client.wake_on_close(wake):
                 while True:
                     if self.has_leadership():
                         return True
@@ -248,11 +254,10 @@ class LeaderLatch:
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         return False
-                    event.wait(remaining)
-                    event.clear()
+                    yield Sleep(wake, remaining)
         finally:
             with self._lock:
-                self._waiters.discard(event)
+                self._waiters.discard(wake)
 
     def add_listener(self, listener: LeaderLatchListener) -> None:
         """Call ``listener.is_leader()`` / ``not_leader()`` on each change, on a latch thread."""

@@ -1,6 +1,7 @@
 """zk-recipes for asyncio: the recipes awaited, on the same machinery as the sync API.
 
-``from zk_recipes import aio``, then ``async with aio.Lock(zk, "/locks/x"):``.
+``from zk_recipes import aio``, then ``async with aio.Lock(zk, "/locks/x"):``, or
+``async with aio.LeaderLatch(zk, "/election") as latch: await latch.await_leadership()``.
 The client's own requests are ``zk.aio`` (``await zk.aio.get(path)``,
 ``async for change in zk.aio.states()``). Waiting holds no thread; cancelling
 a waiting acquire deletes its node before the CancelledError goes on. See
@@ -10,7 +11,16 @@ docs/asyncio.md for what each form does and which thread runs what.
 from __future__ import annotations
 
 from zk_recipes._client.awaitable import AsyncRequests, StateChanges
+from zk_recipes.aio._cache import CacheEvents
 from zk_recipes.aio._drive import POOL_THREADS
+from zk_recipes.aio._leader import LeaderLatch
 from zk_recipes.aio._lock import Lock
 
-__all__ = ["POOL_THREADS", "AsyncRequests", "Lock", "StateChanges"]
+__all__ = [
+    "POOL_THREADS",
+    "AsyncRequests",
+    "CacheEvents",
+    "LeaderLatch",
+    "Lock",
+    "StateChanges",
+]

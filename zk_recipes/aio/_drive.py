@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from zk_recipes._client.awaitable import LoopWake, settle
+from zk_recipes._client.awaitable import LoopWake, answer as _answer, settle
 from zk_recipes._client.client import ZkClient
 from zk_recipes._client.states import StateChange
 from zk_recipes._client.steps import Call, Reply, Step, Steps
@@ -38,7 +38,9 @@ from zk_recipes._errors import OperationTimeoutError
 from zk_recipes._internals.cancellation import Cancellation
 from zk_recipes._internals.waits import (
     DeleteWatch,
+    NewWake,
     Pause,
+    Sleep,
     WaitConnected,
     WaitDeleted,
     forget_watch,
@@ -98,9 +100,17 @@ async def _finish(
 
 
 async def run_awaited(
-    steps: Steps[T], cancel: Cancellation, undo: Callable[[Any], Steps[Any]] | None = None
+    steps: Steps[T],
+    cancel: Cancellation | None,
+    undo: Callable[[Any], Steps[Any]] | None = None,
 ) -> T:
-    """Drive ``steps`` on the running loop (the module note); CancelledError after clean-up."""
+    """Drive ``steps`` on the running loop (the module note); CancelledError after clean-up.
+
+    ``cancel`` None: steps that made nothing to take back (a wait for leadership):
+    a cancel ends the step under way at once and is thrown into the generator.
+    """
+    if cancel is None:
+        return await _run_plain(steps)
     loop = asyncio.get_running_loop()
     answer: Any = None
     failure: BaseException | None = None
@@ -132,6 +142,28 @@ async def run_awaited(
             await _finish(asyncio.ensure_future(_drive_out(undo(result))), lambda: None)
         raise asyncio.CancelledError
     return result
+
+
+async def _run_plain(steps: Steps[T]) -> T:
+    """``run_awaited`` without a Cancellation: a cancel is thrown into the generator."""
+    answer: Any = None
+    failure: BaseException | None = None
+    while True:
+        try:
+            step = steps.send(answer) if failure is None else steps.throw(failure)
+            answer = failure = None
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        try:
+            if isinstance(step, Reply):
+                answer = await _answer(step.pending, step.timeout, "a request")
+            elif isinstance(step, Call):
+                answer = await asyncio.get_running_loop().run_in_executor(_the_pool(), step.fn)
+            else:
+                answer = await _wait(step)
+        except BaseException as exc:  # a CancelledError included: the generator cleans up
+            failure = exc
 
 
 async def _drive_out(steps: Steps[Any]) -> None:
@@ -189,6 +221,13 @@ async def _wait(step: Step) -> Any:
         return await _wait_connected(step)
     if isinstance(step, Pause):
         await _pause(step)
+        return None
+    if isinstance(step, NewWake):
+        return LoopWake()
+    if isinstance(step, Sleep):
+        wake = step.wake
+        await asyncio.wait({wake.future}, timeout=step.timeout)
+        wake.clear()
         return None
     raise TypeError(f"no asyncio form for the step {step!r}")
 

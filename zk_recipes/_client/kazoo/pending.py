@@ -11,6 +11,7 @@ from kazoo.handlers.threading import AsyncResult, KazooTimeoutError
 
 from zk_recipes import _errors as errors
 from zk_recipes._client.kazoo.failures import translate
+from zk_recipes._client.loop_guard import warn_if_on_loop
 from zk_recipes._types import is_inline, mark_inline
 
 T = TypeVar("T")
@@ -64,6 +65,15 @@ class Pending(Generic[T]):
         self._conn = conn
 
     def result(self, timeout: float | None = None) -> T:
+        warn_if_on_loop(f"a sync request ({self._path})")
+        return self.outcome(timeout)
+
+    def result_now(self) -> T:
+        """The answer of a request that is done (or its failure, raised); never waits."""
+        return self.outcome(0)
+
+    def outcome(self, timeout: float | None) -> T:
+        """``result()`` without its loop check: for a driver that made it already."""
         conn = self._conn
         stopped = conn is None or conn.stopping
         # Once per request: a try, not a context manager.
