@@ -42,25 +42,22 @@ from zk_recipes import _metrics, _paths
 from zk_recipes._client.awaitable import AsyncRequests
 from zk_recipes._client.connection_holder import ConnectionHolder
 from zk_recipes._client.creates import CreateResult, Creator
-from zk_recipes._client.deletes import GuaranteedDeleter
+from zk_recipes._client.deletes import Attempt, GuaranteedDeleter, attempt_steps
 from zk_recipes._client.holder import holder_check
 from zk_recipes._client.kazoo import KazooConnection, Pending
 from zk_recipes._client.kazoo.bound import Still
 from zk_recipes._client.persistent import PersistentWatches
 from zk_recipes._client.states import ConnectionState, ListenerRegistry
-from zk_recipes._client.steps import Reply, Steps, call_step, no_steps, run_blocking
+from zk_recipes._client.steps import Steps, call_step, no_steps, run_blocking
 from zk_recipes._client.transaction import Transaction
 from zk_recipes._client.watch_requests import WatchRequests
 from zk_recipes._errors import (
     ConfigurationError,
-    ConnectionLostError,
     HolderSessionLost,
     NoNodeError,
-    SessionLost,
     TransactionFailedError,
     TransactionOutcomeUnknown,
     WrongTypeError,
-    ZkTimeoutError,
 )
 from zk_recipes._logfields import fields
 from zk_recipes._retry import retry
@@ -456,35 +453,12 @@ class ZkClient(WatchRequests):
             )
             self._deleter.add(full, version, owner, bound=session is not None, czxid=czxid)
             return no_steps()
-        return self._delete_steps(full, version, still, guaranteed, owner, session, czxid, path)
-
-    def _delete_steps(
-        self,
-        full: str,
-        version: int,
-        still: Still | None,
-        guaranteed: bool,
-        owner: int,
-        session: int | None,
-        czxid: int | None,
-        path: str,
-    ) -> Steps[None]:
-        try:
-            yield Reply(self._live_conn().delete_async(full, version, still), self._op_timeout)
-        except NoNodeError:
-            pass
-        except HolderSessionLost:
-            if not guaranteed:
-                raise
-        except (ConnectionLostError, ZkTimeoutError, SessionLost):
-            if not guaranteed:
-                raise
-            log.info(
-                "delete of %s failed; retrying in the background",
-                path,
-                extra=fields("delete.queued", path=path, session_id=owner),
-            )
-            self._deleter.add(full, version, owner, bound=session is not None, czxid=czxid)
+        return attempt_steps(
+            lambda: self._live_conn().delete_async(full, version, still),
+            self._op_timeout,
+            self._deleter if guaranteed else None,
+            Attempt(full, version, owner, bound=session is not None, czxid=czxid, shown=path),
+        )
 
     def _delete_abs(self, path: str, version: int, still: Still | None = None) -> None:
         self._live_conn().delete_async(path, version, still).result(self._op_timeout)

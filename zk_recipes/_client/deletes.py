@@ -32,6 +32,8 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
+from zk_recipes._client.kazoo import Pending
+from zk_recipes._client.steps import Reply, Steps
 from zk_recipes._errors import (
     BadVersionError,
     ConnectionLostError,
@@ -39,6 +41,7 @@ from zk_recipes._errors import (
     NoNodeError,
     SessionLost,
     ZkRecipesError,
+    ZkTimeoutError,
 )
 from zk_recipes._logfields import fields
 from zk_recipes._types import ZnodeStat
@@ -233,3 +236,48 @@ class GuaranteedDeleter:
                     self._changed.wait(self._backoff(attempt))
             else:
                 attempt = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    """One delete asked of the client: what a background retry needs of it."""
+
+    full: str
+    version: int
+    owner: int
+    bound: bool
+    czxid: int | None
+    #: The path as the caller named it (for the log).
+    shown: str
+
+
+def attempt_steps(
+    send: Callable[[], Pending[None]],
+    timeout: float,
+    deleter: GuaranteedDeleter | None,
+    attempt: Attempt,
+) -> Steps[None]:
+    """One delete, as steps (_client/steps.py): ``send()`` it and wait ``timeout`` for the reply.
+
+    A node already gone is done. With a ``deleter`` (a guaranteed delete), a
+    lost connection or session, or a holder's session ended, hands the delete to
+    it instead of raising.
+    """
+    try:
+        yield Reply(send(), timeout)
+    except NoNodeError:
+        pass
+    except HolderSessionLost:
+        if deleter is None:
+            raise
+    except (ConnectionLostError, ZkTimeoutError, SessionLost):
+        if deleter is None:
+            raise
+        log.info(
+            "delete of %s failed; retrying in the background",
+            attempt.shown,
+            extra=fields("delete.queued", path=attempt.shown, session_id=attempt.owner),
+        )
+        deleter.add(
+            attempt.full, attempt.version, attempt.owner, bound=attempt.bound, czxid=attempt.czxid
+        )
