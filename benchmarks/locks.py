@@ -122,7 +122,7 @@ class Settings:
     @classmethod
     def make(cls, quick: bool) -> Settings:
         if quick:
-            return cls(300, 50, 5, (2, 8, 32), 2.0, (1, 10, 100), 50, 0.3, 0.5, 10.0, 100, 1)
+            return cls(100, 50, 3, (2, 8, 32), 2.0, (1, 10, 100), 50, 0.3, 0.5, 10.0, 100, 1)
         return cls(2000, 200, 5, (2, 8, 32), 5.0, (1, 10, 100, 1000), 50, 0.5, 2.0, 10.0, 500, 3)
 
 
@@ -390,9 +390,11 @@ def run_uncontended(target: Target, s: Settings, pings: Callable[[], int]) -> di
         peer = start_curator(target, stack)
         curator_path = f"{root}/curator/uncontended"
         if peer is not None:
-            # The JIT needs more than a few hundred cycles to settle: warm up 2000.
-            progress("uncontended: warm-up curator_mutex (2000 cycles, in the JVM)")
-            curator_cycles(peer, curator_path, 1, 2000)
+            # The JIT needs more than a few hundred cycles to settle: warm up 2000
+            # (500 in a --quick run, which only checks that the run works and its counts).
+            jit_warmup = 10 * s.warmup
+            progress(f"uncontended: warm-up curator_mutex ({jit_warmup} cycles, in the JVM)")
+            curator_cycles(peer, curator_path, 1, jit_warmup)
         names = [*cycles, "curator_mutex"] if peer is not None else list(cycles)
 
         def all_pings() -> int:
