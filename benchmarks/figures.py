@@ -290,6 +290,51 @@ def queues(path: Path, doc: Doc) -> Lines:
     yield ""
 
 
+def aio_locks(path: Path, doc: Doc) -> Lines:
+    yield from _heading("## The asyncio lock (`aio_locks.py`)", path, doc)
+    yield "One client, acquire and release in a loop (medians of the rounds):"
+    yield ""
+    u = doc["uncontended"]
+    rows = [
+        [
+            label,
+            f"{_n(u[key]['cycle_ms_median'], 3)} ms",
+            f"{_n(u[key]['client_cpu_us_per_cycle_median'], 0)} us",
+        ]
+        for key, label in (
+            ("sync", "our sync `Lock`"),
+            ("aio", "`aio.Lock`"),
+            ("kazoo", "kazoo `Lock`"),
+        )
+    ]
+    yield from _table(["", "cycle", "client CPU per cycle"], rows)
+    yield (
+        f"`aio.Lock` / sync `Lock`: {_x(u['aio_over_sync'])} the cycle, "
+        f"{_x(u['aio_cpu_over_sync'])} the client CPU; `aio.Lock` / kazoo: "
+        f"{_x(1 / u['aio_speedup_vs_kazoo'])} the cycle."
+    )
+    yield ""
+    w = doc["waiters"]
+    yield f"{w['contenders']:,} contenders queued at once, each taking its lock once:"
+    yield ""
+    rows = []
+    for locks_ in (1, 10):
+        for kind in ("coroutines", "threads"):
+            run = w[f"{kind}_on_{locks_}"]
+            rows.append(
+                [
+                    f"{kind}, {locks_} lock{'s' if locks_ > 1 else ''}",
+                    _n(run["acquisitions_per_s"], 0),
+                    f"{_n(run['handoff']['p50_ms'], 1)} / {_n(run['handoff']['p99_ms'], 1)} ms",
+                    f"{run['most_threads']:,}",
+                    f"{_n(run['rss_growth_kib'] / 1024, 0)} MiB",
+                ]
+            )
+    yield from _table(
+        ["", "acquisitions/s", "hand-off p50 / p99", "most threads", "RSS growth"], rows
+    )
+
+
 def celery_overhead(path: Path, doc: Doc) -> Lines:
     yield from _heading("## A singleton task's cost (`celery_overhead.py`)", path, doc)
     worker, requests = doc["results"]["worker_side"], doc["requests"]
@@ -763,6 +808,7 @@ def render() -> str:
         (leader, (r"leader-.*\.json",)),
         (caches, (r"caches-\d{4}-\d{2}-\d{2}\.json", r"caches-floor-.*\.json")),
         (queues, (r"queues-.*\.json",)),
+        (aio_locks, (r"aio-locks-.*\.json",)),
         (celery_overhead, (r"celery-overhead-.*\.json",)),
         (celery_publish, (r"celery-publish-.*\.json",)),
         (chaos, (r"chaos-.*\.json",)),
