@@ -368,3 +368,37 @@ def test_a_sync_call_on_the_loop_is_named_in_debug_mode_only(zk_client: ZkClient
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         zk_client.get("/sync-on-loop")  # no loop: nothing said
+
+
+def test_a_task_taking_a_lock_it_holds_is_told_and_an_rlock_counts(zk_client: ZkClient) -> None:
+    """Never a wait for itself: aio.Lock refuses re-entry; aio.RLock counts it, per task."""
+
+    async def main() -> None:
+        lock = aio.Lock(zk_client, "/aio/reentry")
+        async with lock:
+            with pytest.raises(RecipeUsageError, match="not re-entrant"):
+                await lock.acquire(timeout=5)  # the same task: raises, never waits
+        rlock = aio.RLock(zk_client, "/aio/reentry")
+        async with rlock:
+            token = rlock.fencing_token
+            async with rlock:  # the same task: a count, no request
+                assert rlock.statistics().depth == 2
+                assert rlock.fencing_token == token
+
+            async def other_task_releases() -> None:
+                await rlock.release()
+
+            with pytest.raises(RecipeUsageError, match="only the holding task"):
+                await asyncio.ensure_future(other_task_releases())
+
+            async def take_and_let_go() -> None:
+                assert await rlock.acquire(timeout=10)
+                await rlock.release()
+
+            other = asyncio.ensure_future(take_and_let_go())  # another task waits its turn
+            await asyncio.sleep(0.2)
+            assert not other.done()
+        await asyncio.wait_for(other, 10)
+        assert children_of(zk_client, "/aio/reentry") == []
+
+    asyncio.run(main())

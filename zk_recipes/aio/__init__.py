@@ -14,7 +14,7 @@ from zk_recipes._client.awaitable import AsyncRequests, StateChanges
 from zk_recipes.aio._cache import CacheEvents
 from zk_recipes.aio._drive import POOL_THREADS
 from zk_recipes.aio._leader import LeaderLatch
-from zk_recipes.aio._lock import Lock
+from zk_recipes.aio._lock import Lock, RLock
 
 __all__ = [
     "POOL_THREADS",
@@ -22,5 +22,6 @@ __all__ = [
     "CacheEvents",
     "LeaderLatch",
     "Lock",
+    "RLock",
     "StateChanges",
 ]

@@ -1,23 +1,28 @@
 """The asyncio driver of a recipe's steps (_client/steps.py): no thread waits for a coroutine.
 
-- ``Call``: a bounded blocking call (one request, or a few pipelined, never
-  longer than the connection timeout) runs on a small pool of threads shared
-  by the process (``POOL_THREADS``): a thousand coroutines in line hold no
-  thread, only their futures.
+- ``Reply``: a request already sent (from the loop's thread); its answer
+  completes a future on the loop from the thread that read it (the
+  callback runs inline there: ``Pending.add_done_callback(inline=True)``),
+  with a timer for the request's timeout. No task, no thread.
+- ``Call``: a rare slow path not written as steps (making a missing parent,
+  finding a protected node after a lost reply) runs on a small pool of
+  threads shared by the process (``POOL_THREADS``).
 - ``WaitDeleted``: the getData watch completes a future on the loop from
   the connection's thread (``call_soon_threadsafe``); so do a close and a
-  cancellation.
-- ``WaitConnected``: a state listener of the client completes a future.
-- ``Pause``: a timer on the loop, cut short by a close or a cancellation.
+  cancellation. ``WaitConnected``: a state listener of the client does.
+  ``Pause``: a timer on the loop, cut short by a close or a cancellation.
+  ``NewWake``/``Sleep``: a ``LoopWake`` the recipe registers, and a wait on it.
 
 **Cancellation** (``task.cancel()``, ``asyncio.timeout``, ``wait_for``): the
 driver sets the recipe's ``Cancellation``, the flag a sync ``cancel()``
 sets, and drives the generator on to its end: the step under way ends at
-once (a ``Call`` is let finish on its thread: a create may be on the wire,
-and its node must be found and deleted), and the recipe's own rules delete
-what it made. A result it still returned (the turn came as the cancel did)
-is handed to ``undo``. Only then does the CancelledError go on, once; a
-second cancel while this runs does not cut it short.
+once (a Reply is still awaited: a create may be on the wire, and its node
+must be deleted; a Call is let finish on its thread), and the recipe's own
+rules delete what it made. A result it still returned (the turn came as the
+cancel did) is handed to ``undo``. Only then does the CancelledError go on,
+once; a second cancel while this runs does not cut it short. Steps driven
+without a Cancellation (a wait for leadership: nothing to take back) are
+simply thrown the CancelledError.
 """
 
 from __future__ import annotations

@@ -16,13 +16,14 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 from types import TracebackType
+from typing import ClassVar
 
 from zk_recipes import _metrics
 from zk_recipes._client.client import ZkClient
 from zk_recipes._deadline import acquire_deadline, remaining
 from zk_recipes._errors import LockTimeout, RecipeUsageError
 from zk_recipes._internals.cancellation import Cancellation
-from zk_recipes._locks.lock import LOCK_KIND, LockStatistics, _Mutex
+from zk_recipes._locks.lock import LOCK_KIND, RLOCK_KIND, LockStatistics, MutexKind, _Mutex
 from zk_recipes.aio._drive import run_awaited
 
 
@@ -45,8 +46,13 @@ class Lock:
     locally. See docs/asyncio.md.
     """
 
+    #: The variant (as the sync Lock's and RLock's kinds): RLock re-enters per task.
+    _KIND: ClassVar[MutexKind] = LOCK_KIND
+
     def __init__(self, client: ZkClient, path: str, *, identifier: str | None = None) -> None:
-        self._inner = _Mutex(client, path, LOCK_KIND, identifier=identifier)
+        self._inner = _Mutex(client, path, self._KIND, identifier=identifier)
+        #: The task that holds it (re-entry is per task, as the sync one's is per thread).
+        self._owner: asyncio.Task[object] | None = None
         self.client = self._inner.client
         self.path = self._inner.path
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -88,6 +94,16 @@ class Lock:
         """
         gate, lost = self._bind()
         inner = self._inner
+        task = asyncio.current_task()
+        hold = inner._hold
+        if hold is not None and task is not None and self._owner is task:
+            if self._KIND.reentrant:
+                hold.count += 1
+                return True
+            raise RecipeUsageError(
+                f"this task already holds {self!r}: aio.Lock is not re-entrant (acquiring it "
+                "again would wait for itself forever). Use aio.RLock, or release first."
+            )
         deadline = acquire_deadline(blocking, timeout)
         began = time.monotonic() if _metrics.sink is not None else 0.0
         self.client.check_usable()
@@ -120,6 +136,7 @@ class Lock:
             self._not_acquired(blocking, "", unreached=inner._queue.unreached)
             return False
         inner._took(entry, began)
+        self._owner = task
         lost.clear()
         return True
 
@@ -139,9 +156,19 @@ class Lock:
     async def release(self) -> None:
         """Release the lock: its node is deleted (in the background if disconnected)."""
         gate, _ = self._bind()
+        holder = self._owner
+        if (
+            self._KIND.reentrant
+            and self._inner._hold is not None
+            and holder is not (asyncio.current_task())
+        ):
+            raise RecipeUsageError(
+                f"{self!r} is held by another task; only the holding task may release an aio.RLock"
+            )
         hold = self._inner._let_go()
         if hold is None:
-            return
+            return  # an RLock's re-entry let go: still held
+        self._owner = None
         try:
             await run_awaited(self._inner._leave_steps(hold), Cancellation())
         finally:
@@ -194,3 +221,13 @@ class Lock:
 
     def __repr__(self) -> str:
         return "<aio." + repr(self._inner)[1:]
+
+
+class RLock(Lock):
+    """Like ``aio.Lock``, but re-entrant per task: RLock's twin (Curator's InterProcessMutex).
+
+    The holding task may acquire it again (a count goes up, nothing is sent)
+    and must release it as often; only the holding task may release it.
+    """
+
+    _KIND = RLOCK_KIND
