@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from zk_recipes._client.client import ZkClient
 from zk_recipes._errors import WrongTypeError
-from zk_recipes._types import WatchEvent, ZnodeStat
+from zk_recipes._types import Wakeable, WatchEvent, ZnodeStat
 
 
 def check_data(data: object) -> bytes:
@@ -23,7 +22,7 @@ def exists_request(
     return lambda limit: client.exists_async(path, watch=watch).result(limit)
 
 
-def waker(event: threading.Event) -> Callable[[WatchEvent], None]:
+def waker(event: Wakeable) -> Callable[[WatchEvent], None]:
     """A watch that sets ``event`` on any event (a change, a deletion, kazoo's NONE)."""
 
     def wake(_event: WatchEvent) -> None:

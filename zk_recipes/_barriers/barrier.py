@@ -13,16 +13,18 @@ ClientStateError.
 from __future__ import annotations
 
 import contextlib
-import threading
 from typing import final
 
 from zk_recipes import _paths
-from zk_recipes._barriers._common import check_data, exists_request, waker
+from zk_recipes._barriers._common import check_data, waker
 from zk_recipes._client.client import ZkClient
+from zk_recipes._client.steps import Steps, reply_steps, run_blocking
 from zk_recipes._deadline import remaining, wait_deadline
 from zk_recipes._errors import NodeExistsError
 from zk_recipes._internals.args import require_client
-from zk_recipes._internals.patience import Expired, patient
+from zk_recipes._internals.patience import Expired, patient_steps
+from zk_recipes._internals.waits import NewWake, Sleep
+from zk_recipes._types import Wakeable, WatchCallback, ZnodeStat
 
 
 @final
@@ -55,20 +57,29 @@ class Barrier:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the barrier is down; False if it was still up after ``timeout`` s."""
+        return run_blocking(self.wait_steps(timeout))
+
+    def wait_steps(self, timeout: float | None = None) -> Steps[bool]:
+        """``wait`` as steps (_client/steps.py): what the asyncio form awaits."""
         deadline = wait_deadline(timeout)
         self.client.check_usable()  # fail fast when the client is closed or forked
+        client, path = self.client, self.path
         while True:
-            changed = threading.Event()
+            changed: Wakeable = yield NewWake()
             wake = waker(changed)
+
+            def send(limit: float, wake: WatchCallback = wake) -> Steps[ZnodeStat | None]:
+                return reply_steps(client.exists_async(path, watch=wake), limit)
+
             try:
-                stat = patient(self.client, deadline, exists_request(self.client, self.path, wake))
+                stat = yield from patient_steps(client, deadline, send)
             except Expired:
                 return False
             if stat is None:
                 return True
             # Deleted, changed, or kazoo's NONE after a disconnect: look again.
-            with self.client.wake_on_close(changed):
-                if not changed.wait(remaining(deadline)):
+            with client.wake_on_close(changed):
+                if not (yield Sleep(changed, remaining(deadline))):
                     return False
 
     def __repr__(self) -> str:

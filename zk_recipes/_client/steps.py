@@ -92,3 +92,9 @@ def call_step(fn: Callable[[], T]) -> Steps[T]:
     """One ``Call`` step: a rare slow path not written as steps."""
     answer: T = yield Call(fn)
     return answer
+
+
+def reply_steps(pending: Pending[T], timeout: float) -> Steps[T]:
+    """One ``Reply`` step: the answer to ``pending`` (a send for ``patient_steps``)."""
+    answer: T = yield Reply(pending, timeout)
+    return answer

@@ -75,14 +75,18 @@ class NewWake:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Sleep:
-    """Wait until ``wake`` (a ``NewWake``'s) is set, at most ``timeout``; then clear it."""
+    """Wait until ``wake`` (a ``NewWake``'s) is set, at most ``timeout``; then clear it.
+
+    Answers whether it was set (False: the timeout passed first).
+    """
 
     wake: Any
     timeout: float | None
 
-    def block(self) -> None:
-        self.wake.wait(self.timeout)
+    def block(self) -> bool:
+        woken = bool(self.wake.wait(self.timeout))
         self.wake.clear()
+        return woken
 
 
 class DeleteWatch:

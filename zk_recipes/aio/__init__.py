@@ -11,6 +11,7 @@ docs/asyncio.md for what each form does and which thread runs what.
 from __future__ import annotations
 
 from zk_recipes._client.awaitable import AsyncRequests, StateChanges
+from zk_recipes.aio._barrier import Barrier
 from zk_recipes.aio._cache import CacheEvents
 from zk_recipes.aio._drive import POOL_THREADS
 from zk_recipes.aio._leader import LeaderLatch
@@ -19,6 +20,7 @@ from zk_recipes.aio._lock import Lock, RLock
 __all__ = [
     "POOL_THREADS",
     "AsyncRequests",
+    "Barrier",
     "CacheEvents",
     "LeaderLatch",
     "Lock",

@@ -231,9 +231,9 @@ async def _wait(step: Step) -> Any:
         return LoopWake()
     if isinstance(step, Sleep):
         wake = step.wake
-        await asyncio.wait({wake.future}, timeout=step.timeout)
+        done, _ = await asyncio.wait({wake.future}, timeout=step.timeout)
         wake.clear()
-        return None
+        return bool(done)
     raise TypeError(f"no asyncio form for the step {step!r}")
 
 
