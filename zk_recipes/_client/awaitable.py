@@ -95,7 +95,7 @@ async def answer(pending: Pending[T], timeout: float, what: str) -> T:
     future = settle(pending)
     try:
         return await asyncio.wait_for(future, timeout)
-    except TimeoutError:
+    except asyncio.TimeoutError:  # not the builtin one before Python 3.11
         raise OperationTimeoutError(f"no answer to {what} within {timeout:g}s") from None
 
 
