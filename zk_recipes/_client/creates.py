@@ -53,7 +53,7 @@ from typing import NamedTuple, Protocol, TypeVar
 from zk_recipes import _paths
 from zk_recipes._client.deletes import GuaranteedDeleter
 from zk_recipes._client.kazoo import KazooConnection, Pending
-from zk_recipes._client.steps import Call, Reply, Steps, run_blocking
+from zk_recipes._client.steps import Call, Reply, Steps
 from zk_recipes._errors import (
     ConnectionLostError,
     NoAuthError,
@@ -400,24 +400,6 @@ class Creator:
             delay = min(delay * 2, _CLEANUP_BACKOFF_MAX)
 
     # -- create + list ---------------------------------------------------
-    def create_and_list(
-        self,
-        full: str,
-        data: bytes,
-        mode: CreateMode,
-        acl: tuple[Acl, ...] | None,
-        *,
-        protected: bool,
-        parents: bool,
-        timeout: float | None = None,
-    ) -> tuple[CreateResult, list[str] | None]:
-        """Create and read the parent's children in one round trip (see the module note)."""
-        return run_blocking(
-            self.create_and_list_steps(
-                full, data, mode, acl, protected=protected, parents=parents, timeout=timeout
-            )
-        )
-
     def create_and_list_steps(
         self,
         full: str,
@@ -429,7 +411,10 @@ class Creator:
         parents: bool,
         timeout: float | None = None,
     ) -> Steps[tuple[CreateResult, list[str] | None]]:
-        """``create_and_list`` as steps (_client/steps.py): the replies awaited in aio.
+        """Create and read the parent's children in one round trip (see the module note).
+
+        As steps (_client/steps.py): ``ZkClient.create_and_list`` runs them, the
+        asyncio forms await them.
 
         ``timeout``: the caller's bound (a non-blocking lock attempt). A reply
         not there within it raises ``OperationTimeoutError`` instead of taking
