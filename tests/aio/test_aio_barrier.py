@@ -7,14 +7,9 @@ import threading
 
 import pytest
 
-from tests.aio.loops import LOOPS, run_on
+from tests.aio.loops import run_on
 from zk_recipes import Barrier, ClientStateError, aio
 from zk_recipes.testing.pytest_plugin import ClientFactory
-
-
-@pytest.fixture(params=LOOPS)
-def loop(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 def test_waiters_are_released_together_when_a_sync_barrier_comes_down(

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.aio.loops import LOOPS, run_on
+from tests.aio.loops import run_on
 from zk_recipes import (
     CacheEvent,
     CacheEventType,
@@ -19,12 +19,6 @@ from zk_recipes import (
 )
 from zk_recipes.testing import wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
-
-
-@pytest.fixture(params=LOOPS)
-def loop(request: pytest.FixtureRequest) -> str:
-    """Each test below runs on asyncio's loop and on uvloop's."""
-    return str(request.param)
 
 
 def test_a_tree_caches_events_in_order_and_the_stream_ends_with_the_cache(

@@ -7,15 +7,9 @@ import threading
 
 import pytest
 
-from tests.aio.loops import LOOPS, run_on
+from tests.aio.loops import run_on
 from zk_recipes import LeaderLatch, ZkClient, aio
 from zk_recipes.testing.pytest_plugin import ClientFactory
-
-
-@pytest.fixture(params=LOOPS)
-def loop(request: pytest.FixtureRequest) -> str:
-    """Each test below runs on asyncio's loop and on uvloop's."""
-    return str(request.param)
 
 
 def test_one_election_with_the_sync_latch_and_the_turn_passes_on_close(

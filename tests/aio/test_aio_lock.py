@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.aio.loops import LOOPS, run_on
+from tests.aio.loops import run_on
 from tests.containers import children_of
 from zk_recipes import (
     ClientStateError,
@@ -29,12 +29,6 @@ from zk_recipes import (
 )
 from zk_recipes.testing import ZooKeeperServer, expire_session, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
-
-
-@pytest.fixture(params=LOOPS)
-def loop(request: pytest.FixtureRequest) -> str:
-    """Each test below runs on asyncio's loop and on uvloop's."""
-    return str(request.param)
 
 
 def test_acquire_hold_and_release_leave_nothing(loop: str, zk_client: ZkClient) -> None:
