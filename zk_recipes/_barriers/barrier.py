@@ -16,15 +16,15 @@ import contextlib
 from typing import final
 
 from zk_recipes import _paths
-from zk_recipes._barriers._common import check_data, waker
+from zk_recipes._barriers._common import check_data, exists_steps, waker
 from zk_recipes._client.client import ZkClient
-from zk_recipes._client.steps import Steps, reply_steps, run_blocking
+from zk_recipes._client.steps import Steps, run_blocking
 from zk_recipes._deadline import remaining, wait_deadline
 from zk_recipes._errors import NodeExistsError
 from zk_recipes._internals.args import require_client
 from zk_recipes._internals.patience import Expired, patient_steps
 from zk_recipes._internals.waits import NewWake, Sleep
-from zk_recipes._types import Wakeable, WatchCallback, ZnodeStat
+from zk_recipes._types import Wakeable
 
 
 @final
@@ -66,13 +66,10 @@ class Barrier:
         client, path = self.client, self.path
         while True:
             changed: Wakeable = yield NewWake()
-            wake = waker(changed)
-
-            def send(limit: float, wake: WatchCallback = wake) -> Steps[ZnodeStat | None]:
-                return reply_steps(client.exists_async(path, watch=wake), limit)
-
             try:
-                stat = yield from patient_steps(client, deadline, send)
+                stat = yield from patient_steps(
+                    client, deadline, exists_steps(client, path, waker(changed))
+                )
             except Expired:
                 return False
             if stat is None:
