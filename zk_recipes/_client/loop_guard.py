@@ -12,16 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from collections.abc import Callable
 
 _running_loop = asyncio._get_running_loop  # the low-level, non-raising form
 
 
-def warn_if_on_loop(what: str) -> None:
-    """Warn (RuntimeWarning) when called on a loop's thread and that loop is in debug mode."""
+def warn_if_on_loop(what: Callable[[], str]) -> None:
+    """Warn (RuntimeWarning) when called on a loop's thread and that loop is in debug mode.
+
+    ``what()`` names the call; it is only made when there is something to say
+    (every sync request passes here: no message is built for nothing).
+    """
     loop = _running_loop()
     if loop is not None and loop.get_debug():
         warnings.warn(
-            f"{what} blocks the running asyncio event loop until it returns: await the "
+            f"{what()} blocks the running asyncio event loop until it returns: await the "
             "asyncio form instead (zk_recipes.aio, docs/asyncio.md: aio.Lock, zk.aio.get, ...) "
             "or run it with asyncio.to_thread",
             RuntimeWarning,

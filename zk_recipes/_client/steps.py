@@ -67,7 +67,7 @@ class Call(Generic[T]):
 
 def run_blocking(steps: Steps[T]) -> T:
     """Run ``steps`` on this thread, each step's ``block()`` in turn."""
-    warn_if_on_loop(f"the sync call behind {getattr(steps, '__qualname__', 'it')}")
+    warn_if_on_loop(lambda: f"the sync call behind {getattr(steps, '__qualname__', 'it')}")
     answer: Any = None
     failure: BaseException | None = None
     while True:

@@ -65,7 +65,7 @@ class Pending(Generic[T]):
         self._conn = conn
 
     def result(self, timeout: float | None = None) -> T:
-        warn_if_on_loop(f"a sync request ({self._path})")
+        warn_if_on_loop(lambda: f"a sync request ({self._path})")
         return self.outcome(timeout)
 
     def result_now(self) -> T:
