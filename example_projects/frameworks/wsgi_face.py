@@ -25,9 +25,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from zk_recipes import DEFAULT_PREFIX, ClientSettings, Lock, ProcessClient, holders
+from zk_recipes import DEFAULT_PREFIX, ClientSettings, ProcessClient, holders
 from zk_recipes.frameworks import (
     RETRY_AFTER,
+    HeldLock,
     HeldLocks,
     LockNameTemplate,
     LockPlan,
@@ -50,7 +51,7 @@ class Request:
 
     def __init__(self, environ: dict[str, Any]) -> None:
         self.environ = environ
-        self.zk_lock: Lock | None = None
+        self.zk_lock: HeldLock | None = None
 
 
 class ZkFace:
@@ -127,12 +128,12 @@ def _unavailable(status: int, error: Exception, args: Sequence[Any]) -> Answer:
     return status, "ZooKeeper is unavailable, try again shortly.\n"
 
 
-def _attach_to_request(args: Sequence[Any]) -> Callable[[Lock], Callable[[], None]] | None:
+def _attach_to_request(args: Sequence[Any]) -> Callable[[HeldLock], Callable[[], None]] | None:
     request = next((a for a in args if isinstance(a, Request)), None)
     if request is None:
         return None
 
-    def attach(lock: Lock) -> Callable[[], None]:
+    def attach(lock: HeldLock) -> Callable[[], None]:
         request.zk_lock = lock
 
         def detach() -> None:

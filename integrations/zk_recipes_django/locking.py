@@ -48,6 +48,7 @@ from django.http import HttpRequest, HttpResponse
 from zk_recipes import Lock, LockTimeout, UnavailableError, WrongTypeError
 from zk_recipes.frameworks import (
     RETRY_AFTER,
+    HeldLock,
     HeldLocks,
     LockedBlock,
     LockNameTemplate,
@@ -74,7 +75,7 @@ _held = HeldLocks(
 _ABSENT = object()
 
 
-def current_lock() -> Lock:
+def current_lock() -> HeldLock:
     """The innermost lock that ``@zk_lock`` or ``locked()`` holds in this thread or task.
 
     For its ``fencing_token`` and ``check()`` deep in the code a view calls.
@@ -247,13 +248,13 @@ def _unavailable(status: int, exc: UnavailableError, args: Sequence[Any]) -> Htt
     return response
 
 
-def _attach_to_request(args: Sequence[Any]) -> Callable[[Lock], Callable[[], None]] | None:
+def _attach_to_request(args: Sequence[Any]) -> Callable[[HeldLock], Callable[[], None]] | None:
     """``request.zk_lock`` while a view holds its lock (the previous value put back after)."""
     request = _request_in(args)
     if request is None:
         return None
 
-    def attach(lock: Lock) -> Callable[[], None]:
+    def attach(lock: HeldLock) -> Callable[[], None]:
         before = request.__dict__.get("zk_lock", _ABSENT)
         request.zk_lock = lock
 

@@ -35,7 +35,6 @@ from typing import Any, Literal, ParamSpec, TypeVar, overload
 from flask import Blueprint, Flask, has_app_context
 
 from zk_recipes import (
-    SETTINGS,
     ConfigurationError,
     Lock,
     ProcessClient,
@@ -46,7 +45,14 @@ from zk_recipes import (
     ZkClient,
     read_settings,
 )
-from zk_recipes.frameworks import SERVICE_SETTING, Announcement, LockedBlock, OnUnavailable
+from zk_recipes.frameworks import (
+    SERVICE_SETTING,
+    Announcement,
+    HeldLock,
+    LockedBlock,
+    OnUnavailable,
+    parse_options,
+)
 from zk_recipes_flask import _locking, _status
 from zk_recipes_flask._cli import zk_group
 from zk_recipes_flask._state import EXTENSION_KEY, AppState, state_of
@@ -54,7 +60,6 @@ from zk_recipes_flask._state import EXTENSION_KEY, AppState, state_of
 P = ParamSpec("P")
 R = TypeVar("R")
 
-_TABLE = {setting.name: setting for setting in (*SETTINGS, SERVICE_SETTING)}
 #: Every app's ProcessClient, for ``close_all()`` (a gunicorn ``worker_exit`` hook).
 _all_clients: weakref.WeakSet[ProcessClient] = weakref.WeakSet()
 #: Every app's announcement (apps with a SERVICE), for ``announce_all()`` and ``close_all()``.
@@ -66,7 +71,7 @@ class ZkRecipes:
     """ZooKeeper for Flask apps: ``zk = ZkRecipes(app)`` or ``zk.init_app(app)``."""
 
     def __init__(self, app: Flask | None = None, **options: Any) -> None:
-        self._defaults = _parse_options(options)
+        self._defaults = parse_options(options)
         #: The apps this extension serves (``@zk.locked`` refuses their views).
         self._apps: weakref.WeakSet[Flask] = weakref.WeakSet()
         if app is not None:
@@ -244,8 +249,11 @@ class ZkRecipes:
         )
 
     @staticmethod
-    def current_lock() -> Lock:
-        """The innermost lock held by ``@zk.locked`` or ``zk.lock()`` in this thread or task."""
+    def current_lock() -> HeldLock:
+        """The innermost lock held by ``@zk.locked`` or ``zk.lock()`` in this thread or task.
+
+        A ``Lock`` in sync code, an ``aio.Lock`` in async views and blocks.
+        """
         return _locking.current_lock()
 
     # -- the status blueprint ------------------------------------------------------
@@ -308,24 +316,3 @@ def announce_all() -> None:
         announcements = list(_all_announcements)
     for announcement in announcements:
         announcement.start()
-
-
-def _parse_options(options: dict[str, Any]) -> dict[str, object]:
-    """Constructor options by canonical name, checked now: a typo fails at import."""
-    parsed: dict[str, object] = {}
-    for name, value in options.items():
-        setting = _TABLE.get(name)
-        if setting is None:
-            known = ", ".join(sorted(_TABLE))
-            raise ConfigurationError(
-                f"ZkRecipes({name}=...) is not a setting; the settings: {known}"
-            )
-        if value is None:
-            continue
-        try:
-            parsed[name] = setting.parse(value, False)
-        except ConfigurationError as exc:
-            raise ConfigurationError(
-                f"ZkRecipes({name}=...): {exc}; for example ZkRecipes({name}={setting.example!r})"
-            ) from None
-    return parsed

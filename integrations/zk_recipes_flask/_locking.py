@@ -58,9 +58,10 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 from flask import Flask, g, has_app_context, has_request_context, request
 from werkzeug.exceptions import HTTPException, default_exceptions
 
-from zk_recipes import Lock, LockTimeout, RecipeUsageError, UnavailableError, WrongTypeError
+from zk_recipes import LockTimeout, RecipeUsageError, UnavailableError, WrongTypeError
 from zk_recipes.frameworks import (
     RETRY_AFTER,
+    HeldLock,
     HeldLocks,
     LockedBlock,
     LockNameTemplate,
@@ -92,7 +93,7 @@ _ABSENT = object()
 LOCKED_MARK = "__zk_recipes_locked__"
 
 
-def current_lock() -> Lock:
+def current_lock() -> HeldLock:
     """The innermost lock that ``@zk.locked`` or ``zk.lock()`` holds in this thread or task.
 
     For its ``fencing_token`` and ``check()`` deep in the code a view calls.
@@ -349,10 +350,10 @@ def _unavailable_error(status: int, exc: UnavailableError) -> UnavailableError:
     return exc
 
 
-def _attach_to_g(args: Sequence[Any]) -> Callable[[Lock], Callable[[], None]]:
+def _attach_to_g(args: Sequence[Any]) -> Callable[[HeldLock], Callable[[], None]]:
     """``g.zk_lock`` while a decorated call holds its lock, in an app context."""
 
-    def attach(lock: Lock) -> Callable[[], None]:
+    def attach(lock: HeldLock) -> Callable[[], None]:
         if not has_app_context():
             return lambda: None
         before = g.get("zk_lock", _ABSENT)

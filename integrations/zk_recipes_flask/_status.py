@@ -34,15 +34,15 @@ templates folder.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, render_template
 
-from zk_recipes import ConnectionState, ZkRecipesError, holders
+from zk_recipes import ZkRecipesError, holders
 from zk_recipes.frameworks import (
     RecipeRow,
     connection_report,
     connection_rows,
+    health_report,
     recipe_rows,
     spaced_hosts,
 )
@@ -55,8 +55,6 @@ StateOf = Callable[[], AppState]
 PAGE_CONNECT_SECONDS = 3.0
 #: The page's template, in this package's templates folder.
 TEMPLATE = "zk_recipes_flask/status.html"
-#: The keys of the health answer taken from ``connection_report``.
-HEALTH_KEYS = ("state", "session_id", "negotiated_session_timeout")
 
 
 def status_blueprint(state_of: StateOf, name: str) -> Blueprint:
@@ -75,21 +73,7 @@ def status_blueprint(state_of: StateOf, name: str) -> Blueprint:
 
 
 def _health(state: AppState) -> Response:
-    process_client = state.process_client
-    client = process_client.current()
-    problem = client.connection_problem if client is not None else None
-    if client is None or client.is_closed or client.state is None:
-        process_client.start_in_background()  # no-op while a start is under way
-        body: dict[str, Any] = dict.fromkeys(HEALTH_KEYS)
-        body["state"] = "UNREACHABLE" if problem else "CONNECTING"
-        connected = writable = False
-    else:
-        report = connection_report(client, server=False)
-        body = {key: report[key] for key in HEALTH_KEYS}
-        connected = client.state.is_connected
-        writable = connected and client.state is not ConnectionState.READ_ONLY
-    body.update(connected=connected, writable=writable, last_error=problem)
-    status = 200 if connected else 503
+    status, body = health_report(state.process_client)
     response = jsonify(body)
     response.status_code = status
     response.headers["Cache-Control"] = "no-store"

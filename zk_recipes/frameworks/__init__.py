@@ -17,9 +17,10 @@ rest is here, once:
   name; ``bind_arguments`` / ``unknown_parameters`` are its binding of a
   call to a signature, shared with Celery's singleton keys.
 - **Taking the lock of one call.** ``LockTarget``: the lock, its wait, and
-  a client factory called on the waiting thread; ``acquire()`` for sync
-  code, ``acquire_async()`` for async code (the wait runs on a thread of its
-  own; a cancelled waiter leaves no node), ``release_lock_async``.
+  where the client comes from; ``acquire()`` for sync code (a ``Lock``),
+  ``acquire_async()`` for async code (an ``aio.Lock`` waiting on the loop,
+  no thread per waiter; a cancelled waiter leaves no node),
+  ``release_lock_async``; ``HeldLock`` is either.
 - **The decorated call and the block.** ``LockPlan`` + ``locked_call`` (hold,
   run, release in ``finally``; a busy answer from the face),
   ``LockedBlock`` (``with`` / ``async with``), ``HeldLocks`` (the innermost
@@ -31,7 +32,9 @@ rest is here, once:
   or a callable, at once; ``LockTarget`` given the ``ProcessClient``
   never waits for a connection beyond a process's first second.
 - **The front door.** ``require_version``: an integration's import refuses
-  a framework older than it supports, naming the versions and the extra.
+  a framework older than it supports, naming the versions and the extra;
+  ``parse_options``: a face's constructor options (``ZkRecipes(hosts=...)``),
+  checked by canonical name when the face is made.
 - **Announcing this process.** ``SERVICE_SETTING`` (read with
   ``read_settings(extra=...)``) and ``Announcement``: the instance of a
   service this process registers while it serves, in the background, per
@@ -46,7 +49,8 @@ rest is here, once:
   ``unique_on_publish`` keeps, found by task id and cleared by ``revoke()`` and
   the ``zk-recipes dedup`` commands.
 - **Status pages.** ``connection_report`` (+ ``server_info``): the client's
-  connection as plain data; ``connection_rows`` / ``recipe_rows`` (+
+  connection as plain data; ``health_report``: a health route's status and
+  body, at once, without I/O; ``connection_rows`` / ``recipe_rows`` (+
   ``NodeRow``, ``RecipeRow``, ``spaced_hosts``): that report and
   ``zk_recipes.holders()`` as rows to render.
 
@@ -76,7 +80,9 @@ from zk_recipes.frameworks._beat_schedule import (
     schedule_path as schedule_path,
 )
 from zk_recipes.frameworks._connection_report import (
+    HEALTH_KEYS as HEALTH_KEYS,
     connection_report as connection_report,
+    health_report as health_report,
     server_info as server_info,
 )
 from zk_recipes.frameworks._lock_names import (
@@ -90,6 +96,7 @@ from zk_recipes.frameworks._lock_paths import (
     lock_path as lock_path,
 )
 from zk_recipes.frameworks._lock_target import (
+    HeldLock as HeldLock,
     LockTarget as LockTarget,
     release_lock_async as release_lock_async,
 )
@@ -106,6 +113,7 @@ from zk_recipes.frameworks._locked_calls import (
     locked_call as locked_call,
     ran_unguarded as ran_unguarded,
 )
+from zk_recipes.frameworks._options import parse_options as parse_options
 from zk_recipes.frameworks._queued_markers import (
     QueuedMarker as QueuedMarker,
     clear_marker as clear_marker,
@@ -127,12 +135,14 @@ from zk_recipes.frameworks._versions import (
 
 __all__ = [
     "DEFAULT_PREFIX",
+    "HEALTH_KEYS",
     "RETRY_AFTER",
     "SERVICE_SETTING",
     "Announcement",
     "Attach",
     "BeatEntry",
     "BeatSchedule",
+    "HeldLock",
     "HeldLocks",
     "Holding",
     "InvalidEntry",
@@ -156,11 +166,13 @@ __all__ = [
     "connection_report",
     "connection_rows",
     "crontab_schedule",
+    "health_report",
     "leader_path",
     "lock_path",
     "locked_call",
     "marker_task_id",
     "parse_entry",
+    "parse_options",
     "qualified_name",
     "queued_root",
     "ran_unguarded",

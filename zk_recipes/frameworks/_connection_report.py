@@ -5,7 +5,8 @@ namespace, the server it is connected to, the session and its timeouts) and,
 unless told not to, asks that server for its version and mode with the
 ``srvr`` four-letter word (``server_info``). Faces render it: the CLI's
 ``status`` as aligned text or JSON, the Django admin page and Flask's status
-blueprint as rows (``connection_rows``), health checks as a few keys of it.
+blueprint as rows (``connection_rows``), health checks as a few keys of it
+(``health_report``: what the Flask and Starlette health routes answer).
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from zk_recipes import DistributedQueue, ServiceDiscovery, ZkClient
+from zk_recipes import ConnectionState, DistributedQueue, ProcessClient, ServiceDiscovery, ZkClient
+
+#: The keys of a health answer taken from ``connection_report``.
+HEALTH_KEYS = ("state", "session_id", "negotiated_session_timeout")
 
 #: ``srvr`` line label -> our key.
 _SRVR_FIELDS = {
@@ -79,3 +83,32 @@ def connection_report(client: ZkClient, *, server: bool = True) -> dict[str, Any
         "queues": DistributedQueue.report(client) if server else None,
     }
     return report
+
+
+def health_report(process_client: ProcessClient) -> tuple[int, dict[str, Any]]:
+    """A health check's answer for a process's client: (HTTP status, JSON body).
+
+    At once, without I/O: it reads the state of the client the process already
+    has and never waits for a connection. With no client yet (or a closed
+    one) it starts one in the background and answers 503 ``CONNECTING`` (or
+    ``UNREACHABLE`` once an attempt failed); a load balancer's next probe sees
+    the result. 200 while CONNECTED or RECONNECTED, 503 while SUSPENDED or
+    LOST. Beside ``state``: ``connected`` (requests can be served),
+    ``writable`` (connected to a server that takes writes) and ``last_error``
+    (``ZkClient.connection_problem``), for monitors that should not compare
+    strings.
+    """
+    client = process_client.current()
+    problem = client.connection_problem if client is not None else None
+    if client is None or client.is_closed or client.state is None:
+        process_client.start_in_background()  # no-op while a start is under way
+        body: dict[str, Any] = dict.fromkeys(HEALTH_KEYS)
+        body["state"] = "UNREACHABLE" if problem else "CONNECTING"
+        connected = writable = False
+    else:
+        report = connection_report(client, server=False)
+        body = {key: report[key] for key in HEALTH_KEYS}
+        connected = client.state.is_connected
+        writable = connected and client.state is not ConnectionState.READ_ONLY
+    body.update(connected=connected, writable=writable, last_error=problem)
+    return (200 if connected else 503), body

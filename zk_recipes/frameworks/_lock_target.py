@@ -21,18 +21,18 @@ second before it counts as unreachable (``patient``'s first try), so a
 non-blocking call waits about that long for a server that stopped answering
 while the connection still looked fine.
 
-Async code waits on a daemon thread of its own, one per waiting call, not on
-the loop's default executor. A long wait must not take a slot that
-``sync_to_async``/``run_in_executor`` and the releases need (waiters filling
-the executor would keep the holder from releasing), nor hold up interpreter
-exit.
+Async code waits on the event loop (``zk_recipes.aio.Lock``, the same
+contender queue and hold rules as the sync Lock): no thread per waiting
+call, so an ASGI worker holds hundreds of waiting requests with a handful of
+threads. Only a process's very first call, while its client makes the first
+connection (``ProcessClient.available()`` waits up to a second for it), and a
+client factory given as a callable, run on a daemon thread of their own so
+the loop goes on meanwhile.
 
-Cancellation: when the awaiting task is cancelled, the acquire is called off
-(``Lock.cancel()``) and the task waits for the thread to end, then releases
-what the thread got, so no node outlives the cancellation. ``Lock.cancel()``
-ends only acquires already waiting, and the thread may be a few steps short
-of its acquire when it comes, so the call-off is repeated until the thread
-ends. A release is waited for the same way: a cancellation never cuts it short.
+Cancellation: when the awaiting task is cancelled, ``aio.Lock`` deletes the
+contender node before the CancelledError goes on, so no node outlives the
+cancellation. A release is finished the same way: a cancellation never cuts
+it short (``release_lock_async``).
 """
 
 from __future__ import annotations
@@ -52,14 +52,16 @@ from zk_recipes import (
     UnavailableError,
     WrongTypeError,
     ZkClient,
+    aio,
 )
 from zk_recipes.frameworks._lock_paths import lock_path
 
 T = TypeVar("T")
 
-#: Seconds between repeated ``Lock.cancel()`` calls for a cancelled async waiter
-#: whose thread had not reached its acquire when the first one came.
-RECALL = 0.05
+#: A lock a framework holds for a call: the sync ``Lock`` (sync code) or an
+#: ``aio.Lock`` (async code); both give ``fencing_token``, ``check()``, ``is_held()``
+#: and ``lost`` (a ``threading.Event`` or an ``asyncio.Event``).
+HeldLock = Lock | aio.Lock
 #: Seconds a write may go unanswered before a target with a short wait (or none)
 #: takes the server for silent: as long as a first request is given at the least.
 UNANSWERED = 1.0
@@ -130,10 +132,12 @@ class LockTarget:
         wait for a reply that is not coming.
         """
         source = self._client
-        if isinstance(source, ProcessClient):
-            client = source.available()
-        else:
-            client = source()
+        client = source.available() if isinstance(source, ProcessClient) else source()
+        return self._answering(client)
+
+    def _answering(self, client: ZkClient) -> ZkClient:
+        """``client`` if it is connected and answering now; UnavailableError if not."""
+        if not isinstance(self._client, ProcessClient):
             state = client.state
             if state is None or not state.is_connected:
                 problem = client.connection_problem
@@ -167,6 +171,11 @@ class LockTarget:
         """
         if lock.acquire(blocking=self.timeout != 0, timeout=self.timeout or None):
             return True
+        self._unreachable(lock)
+        return False
+
+    def _unreachable(self, lock: HeldLock) -> None:
+        """UnavailableError if ``lock``'s refused acquire could not reach ZooKeeper."""
         if lock.statistics().refusal == "unreachable":
             client = lock.client
             problem = client.connection_problem
@@ -175,7 +184,6 @@ class LockTarget:
                 f"{self.name!r} ({self.path}){f': {problem}' if problem else ''}",
                 problem,
             )
-        return False
 
     def refusal(self) -> str:
         """Why the lock was not acquired, naming it (for ``LockTimeout``)."""
@@ -190,52 +198,36 @@ class LockTarget:
         lock = self.new_lock()
         return lock if self.take(lock) else None
 
-    async def acquire_async(self) -> Lock | None:
-        """``acquire()`` for async code: the wait runs on a thread, the loop goes on.
+    async def acquire_async(self) -> aio.Lock | None:
+        """``acquire()`` for async code: an ``aio.Lock`` waits on the loop, no thread.
 
-        Cancelled while waiting, it calls the acquire off and leaves no node.
+        Cancelled while waiting, it deletes its node, then the CancelledError goes on.
         """
-        attempt = _Attempt(self)
-        future = _in_thread(attempt.run, f"zk-recipes lock {self.name}")
-        cancelled = await _outlast(future, attempt.call_off)
-        if cancelled is None:
-            return future.result()
-        if future.exception() is None:
-            got = future.result()
-            if got is not None:  # acquired before the call-off reached the thread
-                await release_lock_async(got)
-        raise cancelled
-
-
-class _Attempt:
-    """One acquire on a thread of its own that the awaiting task can call off."""
-
-    def __init__(self, target: LockTarget) -> None:
-        self._target = target
-        self._guard = threading.Lock()
-        self._called_off = threading.Event()
-        self._lock: Lock | None = None
-
-    def run(self) -> Lock | None:
-        lock = self._target.new_lock()
-        with self._guard:
-            if self._called_off.is_set():
-                return None
-            self._lock = lock
-        if not self._target.take(lock):
-            return None
-        with self._guard:
-            if not self._called_off.is_set():
-                return lock
-        lock.release()
+        client = await self._connected_client_async()
+        lock = aio.Lock(client, self.path, identifier=self.identifier)
+        if await lock.acquire(timeout=self.timeout or None, blocking=self.timeout != 0):
+            return lock
+        self._unreachable(lock)
         return None
 
-    def call_off(self) -> None:
-        with self._guard:
-            self._called_off.set()
-            lock = self._lock
-        if lock is not None:
-            lock.cancel()
+    async def _connected_client_async(self) -> ZkClient:
+        """``connected_client()`` without blocking the loop.
+
+        A process client that has connected before answers at once (connected,
+        or UnavailableError); the first connection's wait, and a client factory,
+        run on a thread of their own.
+        """
+        source = self._client
+        if isinstance(source, ProcessClient):
+            current = source.current()
+            if current is not None and current.state is not None:
+                return self.connected_client()  # no wait: connected or refused at once
+        future = _in_thread(self.connected_client, f"zk-recipes connect {self.name}")
+        cancelled = await _outlast(future)
+        if cancelled is not None:
+            future.exception()  # retrieved: the cancellation is what the caller hears of
+            raise cancelled
+        return future.result()
 
 
 def _in_thread(fn: Callable[[], T], name: str) -> asyncio.Future[T]:
@@ -255,28 +247,26 @@ def _in_thread(fn: Callable[[], T], name: str) -> asyncio.Future[T]:
     return future
 
 
-async def _outlast(
-    future: asyncio.Future[Any], on_cancel: Callable[[], None] | None = None
-) -> asyncio.CancelledError | None:
-    """Wait until ``future`` is done, even through cancellation; the cancellation, if one came.
-
-    ``on_cancel`` runs when it comes and again every ``RECALL`` seconds while
-    the thread runs on: ``Lock.cancel()`` ends only acquires already waiting,
-    and the thread may be a few steps short of its acquire.
-    """
+async def _outlast(future: asyncio.Future[Any]) -> asyncio.CancelledError | None:
+    """Wait until ``future`` is done, even through cancellation; the cancellation, if one came."""
     cancelled: asyncio.CancelledError | None = None
     while not future.done():
         try:
-            await asyncio.wait((future,), timeout=None if cancelled is None else RECALL)
+            await asyncio.wait((future,))
         except asyncio.CancelledError as exc:
             cancelled = exc
-        if cancelled is not None and on_cancel is not None and not future.done():
-            on_cancel()
     return cancelled
 
 
-async def release_lock_async(lock: Lock) -> None:
-    """``lock.release()`` on a thread, finished even when the awaiting task is cancelled."""
+async def release_lock_async(lock: HeldLock) -> None:
+    """Release ``lock`` from async code, finished even when the awaiting task is cancelled.
+
+    An ``aio.Lock`` releases on the loop (its release runs to its end through a
+    cancel, then the CancelledError goes on); a sync ``Lock`` on a thread.
+    """
+    if isinstance(lock, aio.Lock):
+        await lock.release()
+        return
     future = _in_thread(lock.release, f"zk-recipes release {lock.path}")
     cancelled = await _outlast(future)
     if cancelled is not None:

@@ -11,9 +11,9 @@ here, once:
   (``current_lock()``), a context variable stack, and the warning logged when
   a lock was lost while a function held it;
 - ``LockPlan`` + ``locked_call``: the decorated call, sync or async: render
-  the name, take the lock (``LockTarget``; async waits on a thread of its
-  own), answer when busy or when ZooKeeper is unavailable, run, release in
-  ``finally``;
+  the name, take the lock (``LockTarget``: a sync ``Lock`` for sync code, an
+  ``aio.Lock`` waiting on the loop for async code), answer when busy or when
+  ZooKeeper is unavailable, run, release in ``finally``;
 - ``LockedBlock``: ``with`` / ``async with`` around a block, entered once.
 
 Unavailable is not busy. When ``LockTarget`` raises ``UnavailableError``
@@ -34,19 +34,20 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast
+from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast, overload
 
-from zk_recipes import Lock, LockTimeout, RecipeUsageError, UnavailableError, WrongTypeError
+from zk_recipes import Lock, LockTimeout, RecipeUsageError, UnavailableError, WrongTypeError, aio
 from zk_recipes.frameworks._lock_names import LockNameTemplate
-from zk_recipes.frameworks._lock_target import LockTarget, release_lock_async
+from zk_recipes.frameworks._lock_target import HeldLock, LockTarget, release_lock_async
 
 P = ParamSpec("P")
 R = TypeVar("R")
-#: What a block gives its ``as`` target: the held Lock, or None too with ``"run"``.
+#: What a block's ``with`` gives its ``as`` target: the held Lock, or None too with
+#: ``"run"``; its ``async with`` gives the ``aio.Lock`` twin of the same.
 L = TypeVar("L", bound="Lock | None")
 
 #: Shows a held lock to the call (``request.zk_lock = lock``); returns the undo.
-Attach = Callable[[Lock], Callable[[], None]]
+Attach = Callable[[HeldLock], Callable[[], None]]
 #: What a locked call or block does when ZooKeeper is unavailable (module docstring).
 OnUnavailable = int | Literal["raise", "run"] | Callable[..., Any]
 #: The ``Retry-After`` (seconds) of a face's 503: about a reconnect's time, not a promise.
@@ -61,20 +62,20 @@ class HeldLocks:
     """
 
     def __init__(self, name: str, log: logging.Logger, missing: str) -> None:
-        self._held: contextvars.ContextVar[tuple[Lock, ...]] = contextvars.ContextVar(
+        self._held: contextvars.ContextVar[tuple[HeldLock, ...]] = contextvars.ContextVar(
             name, default=()
         )
         self._log = log
         self._missing = missing
 
-    def current(self) -> Lock:
+    def current(self) -> HeldLock:
         """The innermost held lock; RecipeUsageError when none is held."""
         held = self._held.get()
         if not held:
             raise RecipeUsageError(self._missing)
         return held[-1]
 
-    def hold(self, lock: Lock, where: str, attach: Attach | None = None) -> Holding:
+    def hold(self, lock: HeldLock, where: str, attach: Attach | None = None) -> Holding:
         """Make ``lock`` the innermost held lock (and ``attach`` it) until ``end()``."""
         return Holding(self, lock, where, attach)
 
@@ -82,14 +83,14 @@ class HeldLocks:
 class Holding:
     """One hold: ``current()`` returns its lock, and ``attach`` shows it, until ``end()``."""
 
-    def __init__(self, held: HeldLocks, lock: Lock, where: str, attach: Attach | None) -> None:
+    def __init__(self, held: HeldLocks, lock: HeldLock, where: str, attach: Attach | None) -> None:
         self.lock = lock
         self._held = held
         self._where = where
         self._token = held._held.set((*held._held.get(), lock))
         self._detach = attach(lock) if attach is not None else None
 
-    def end(self) -> Lock:
+    def end(self) -> HeldLock:
         """Undo what the hold set up; warn if the lock was lost meanwhile. The lock."""
         self._held._held.reset(self._token)
         if self._detach is not None:
@@ -175,7 +176,7 @@ class LockPlan:
             return self.on_busy(*args, **kwargs)
         return self.refuse(self.on_busy, target, args)
 
-    def hold(self, lock: Lock, args: Sequence[Any]) -> Holding:
+    def hold(self, lock: HeldLock, args: Sequence[Any]) -> Holding:
         return self.held.hold(lock, self.where, self.attach(args))
 
     def runs_unguarded(self, exc: UnavailableError) -> bool:
@@ -220,7 +221,8 @@ def _sync_call(func: Callable[P, R], plan: LockPlan) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         finally:
-            holding.end().release()
+            holding.end()
+            lock.release()
 
     return wrapper
 
@@ -290,18 +292,19 @@ class LockedBlock(Generic[L]):
         self._used = True
         return self._make_target()
 
-    def _entered(self, target: LockTarget, lock: Lock | None) -> L:
+    def _entered(self, target: LockTarget, lock: HeldLock | None) -> HeldLock:
         if lock is None:
             raise LockTimeout(target.refusal())
         self._holding = self._held.hold(lock, self._where)
-        return cast(L, lock)
+        return lock
 
-    def _outage(self, exc: UnavailableError) -> L:
-        """None for "run" (warned); else the error, or the face's for a status, is raised."""
+    def _outage(self, exc: UnavailableError) -> None:
+        """Returns for "run" (warned: the block gets None); else the error, or the
+        face's for a status, is raised."""
         choice = self._on_unavailable
         if choice == "run":
             ran_unguarded(self._held._log, self._where, exc)
-            return cast(L, None)
+            return None
         if isinstance(choice, int) and self._unavailable is not None:
             error = self._unavailable(choice, exc)
             if error is not exc:
@@ -313,26 +316,39 @@ class LockedBlock(Generic[L]):
         try:
             lock = target.acquire()
         except UnavailableError as exc:
-            return self._outage(exc)
-        return self._entered(target, lock)
+            self._outage(exc)
+            return cast(L, None)
+        return cast(L, self._entered(target, lock))
 
     def __exit__(self, *exc_info: object) -> None:
         if self._holding is not None or self._on_unavailable != "run":
-            self._end().release()
+            lock = self._end()
+            if isinstance(lock, Lock):
+                lock.release()
+            else:  # entered with async with
+                raise RecipeUsageError(
+                    f"{self!r} was entered with `async with`: leave it with `async with` too"
+                )
 
-    async def __aenter__(self) -> L:
+    @overload
+    async def __aenter__(self: LockedBlock[Lock]) -> aio.Lock: ...
+    @overload
+    async def __aenter__(self: LockedBlock[Lock | None]) -> aio.Lock | None: ...
+    async def __aenter__(self) -> aio.Lock | None:
+        """The held ``aio.Lock`` (it waited on the loop), or None with ``"run"``."""
         target = self._target()
         try:
             lock = await target.acquire_async()
         except UnavailableError as exc:
-            return self._outage(exc)
-        return self._entered(target, lock)
+            self._outage(exc)
+            return None
+        return cast(aio.Lock, self._entered(target, lock))
 
     async def __aexit__(self, *exc_info: object) -> None:
         if self._holding is not None or self._on_unavailable != "run":
             await release_lock_async(self._end())
 
-    def _end(self) -> Lock:
+    def _end(self) -> HeldLock:
         holding, self._holding = self._holding, None
         if holding is None:
             raise RecipeUsageError(f"{self!r} is not held: exit without a successful enter")
@@ -349,6 +365,7 @@ class LockedBlock(Generic[L]):
 __all__ = [
     "RETRY_AFTER",
     "Attach",
+    "HeldLock",
     "HeldLocks",
     "Holding",
     "LockPlan",

@@ -25,6 +25,7 @@ from tests.integrations._views import LOCKS, WAIT, hold_elsewhere
 from tests.integrations.django.site.testapp import views
 from zk_recipes import (
     ConfigurationError,
+    Lock,
     LockTimeout,
     RecipeUsageError,
     ZkClient,
@@ -461,6 +462,7 @@ def test_a_lock_lost_while_the_function_ran_is_logged(
     @zk_lock("doomed")
     def doomed() -> bool:
         lock = current_lock()
+        assert isinstance(lock, Lock)  # sync code holds a sync Lock
         expire_session(zk)
         return lock.lost.wait(WAIT)
 

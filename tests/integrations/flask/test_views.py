@@ -608,6 +608,7 @@ def test_a_lock_lost_while_the_function_ran_is_logged(
     @shop.zk.locked("doomed")
     def doomed() -> bool:
         lock = current_lock()
+        assert isinstance(lock, Lock)  # sync code holds a sync Lock
         expire_session(shop.client)
         return lock.lost.wait(WAIT)
 
