@@ -71,7 +71,7 @@ phase "no framework in .venv-core"
 import importlib.util
 import sys
 
-found = [m for m in ("celery", "kombu", "redis", "django", "flask") if importlib.util.find_spec(m)]
+found = [m for m in ("celery", "kombu", "redis", "django", "flask", "starlette", "fastapi") if importlib.util.find_spec(m)]
 if found:
     sys.exit(f".venv-core must hold the core, [test] and [metrics] only, but has {found}")
 PY
@@ -96,7 +96,7 @@ both_parts() {  # both_parts RC_A RC_B: one run's code for two parts of it
 }
 # The integrations' tests that the core's first part takes on once it is done
 # (side by side, the integrations' run would otherwise end long after both core parts).
-INTEGRATIONS_TAIL=(tests/integrations/flask tests/integrations/test_docs_site.py
+INTEGRATIONS_TAIL=(tests/integrations/flask tests/integrations/starlette tests/integrations/test_docs_site.py
     tests/integrations/test_front_doors.py tests/integrations/test_showcase.py)
 integrations_main() {  # the integrations in .venv (INTEGRATIONS_SPLIT=1: without the tail)
     local start=$SECONDS rc=0 ignore=()
