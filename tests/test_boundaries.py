@@ -92,7 +92,12 @@ LEAVES = (
 #: forms of the recipes: a package over the families, as the facade is.
 FACADE = ("metrics", "aio", "")
 #: The integrations (``integrations/<name>/``), each a face of its own framework.
-INTEGRATIONS = ("zk_recipes_django", "zk_recipes_celery", "zk_recipes_flask")
+INTEGRATIONS = (
+    "zk_recipes_django",
+    "zk_recipes_celery",
+    "zk_recipes_flask",
+    "zk_recipes_starlette",
+)
 #: The tiers, lowest first.
 TIERS = ("leaves", "_client", "_internals", "families", "facade", "faces", "integrations")
 

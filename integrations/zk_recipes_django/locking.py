@@ -5,16 +5,17 @@ the alias's process client, runs the function while holding it and releases
 it in ``finally``. That is the node directory of ``manage.py zklock NAME``
 and ``zk-recipes lock NAME``, so the three exclude each other. A new Lock per
 call, never a shared one: a Lock object is one contender per process and is
-not re-entrant per thread, and async acquires run on threads of their own.
+not re-entrant per thread.
 
 Names: the decorator's name is a ``str.format`` template over the function's
 parameters, its values quoted into one node name
-(``zk_recipes.frameworks.LockNameTemplate``). Async functions wait on a thread of
-their own and a cancelled waiter leaves no node behind
-(``zk_recipes.frameworks.LockTarget``). The hold, run and release themselves are
-the framework kit's (``zk_recipes.frameworks.locked_call``, ``LockedBlock``),
-shared with Flask's ``@zk.locked``; this module adds Django's answers: the
-alias, the response when busy, ``request.zk_lock``.
+(``zk_recipes.frameworks.LockNameTemplate``). Async functions wait on the
+event loop with an ``aio.Lock`` (no thread per waiting request), and a
+cancelled waiter leaves no node behind (``zk_recipes.frameworks.LockTarget``).
+The hold, run and release themselves are the framework kit's
+(``zk_recipes.frameworks.locked_call``, ``LockedBlock``), shared with Flask's
+``@zk.locked``; this module adds Django's answers: the alias, the response
+when busy, ``request.zk_lock``.
 
 Holding: ``request.zk_lock`` (views) and ``current_lock()`` (a context
 variable: the innermost lock held in this thread or task) give the held Lock,
@@ -189,7 +190,7 @@ def locked(
     (None: without limit, 0: not at all) and raises ``LockTimeout`` if not
     acquired in time. Yields the held ``zk_recipes.Lock`` (``fencing_token``,
     ``check()``), which ``current_lock()`` also returns inside the block. The
-    async form waits on a thread of its own. One block per call.
+    async form waits on the loop and gives an ``aio.Lock``. One block per call.
 
     When ZooKeeper is unavailable it raises ``UnavailableError`` at once
     (``on_unavailable="raise"``); with ``"run"`` the block runs WITHOUT the

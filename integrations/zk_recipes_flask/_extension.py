@@ -226,8 +226,8 @@ class ZkRecipes:
         seconds (None: without limit, 0: not at all) and raises
         ``LockTimeout`` if not acquired in time. Yields the held
         ``zk_recipes.Lock``, which ``current_lock()`` also returns inside the
-        block. Needs an app context when entered; the async form waits on a
-        thread of its own. One block per call.
+        block. Needs an app context when entered; the async form waits on the
+        loop and gives an ``aio.Lock``. One block per call.
 
         When ZooKeeper is unavailable: a status (default 503) raises
         ``LockUnavailable`` in a request (``UnavailableError`` outside one);

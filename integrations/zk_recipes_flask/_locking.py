@@ -13,8 +13,8 @@ Shared with Django's ``@zk_lock``: the name template (``LockNameTemplate``:
 ``str.format`` over the function's parameters, so a view's URL variables,
 each value quoted into one node name) and the acquire (``LockTarget``:
 blocking on the calling thread for sync code; for async views, which Flask
-runs on an event loop of their own through asgiref, on a thread of its own,
-so the loop goes on, and a cancelled waiter leaves no node).
+runs on an event loop of their own through asgiref, an ``aio.Lock`` waiting
+on that loop, so the loop goes on, and a cancelled waiter leaves no node).
 
 Busy: a status code answers a request by raising ``LockBusy``, an
 ``HTTPException`` that is also a ``LockTimeout``: Flask turns it into the

@@ -30,6 +30,7 @@ from zk_recipes import (
     ConnectionState,
     Lock,
     LockTimeout,
+    NoNodeError,
     RecipeUsageError,
     UnavailableError,
     WrongTypeError,
@@ -75,10 +76,14 @@ def fastapi_app(zk: ZkRecipes, gate: asyncio.Event) -> FastAPI:
         assert isinstance(lock, Lock)  # a sync route runs on a thread, with a sync Lock
         return {"id": id, "held": lock.is_held()}
 
+    # --8<-- [start:block]
+    # given: app (your FastAPI app), zk (your ZkRecipes), Any (from typing)
     @app.get("/block")
     async def block() -> dict[str, Any]:
-        async with zk.lock("block", timeout=0) as lock:
+        async with zk.lock("block", timeout=0) as lock:  # LockTimeout when held elsewhere
             return {"token": lock.fencing_token}
+
+    # --8<-- [end:block]
 
     @app.get("/run")
     @zk.locked("run", on_unavailable="run")
@@ -91,7 +96,10 @@ def fastapi_app(zk: ZkRecipes, gate: asyncio.Event) -> FastAPI:
 
 def no_nodes(client: ZkClient, directory: str) -> bool:
     """No contender left in ``directory`` (a lock directory is a container: it may be gone)."""
-    return client.exists(directory) is None or client.get_children(directory) == []
+    try:
+        return client.get_children(directory) == []
+    except NoNodeError:
+        return True
 
 
 @pytest.fixture
@@ -130,13 +138,17 @@ def test_a_starlette_endpoint_names_its_lock_from_the_path(
 ) -> None:
     seen: list[Any] = []
 
-    @zk.locked("report-{name}")
+    # --8<-- [start:starlette]
+    # given: zk (your ZkRecipes), seen (a list), Request, PlainTextResponse
+    # given: Starlette, Route (from starlette)
+    @zk.locked("report-{name}")  # {name}: the route's path parameter
     async def report(request: Request) -> PlainTextResponse:
         seen.append(request.state.zk_lock)
         node = request.state.zk_lock.node
         return PlainTextResponse(node)
 
     app = Starlette(routes=[Route("/reports/{name}", report)], lifespan=zk.lifespan)
+    # --8<-- [end:starlette]
 
     async def main() -> None:
         async with served(app) as http:
