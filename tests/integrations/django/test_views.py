@@ -149,6 +149,28 @@ def test_async_view_waits_without_blocking_the_event_loop(
     asyncio.run(main())
 
 
+def test_async_views_waiting_for_a_lock_hold_no_thread_each(
+    zk: ZkClient, zk_client_factory: ClientFactory, async_client: AsyncClient
+) -> None:
+    """Fifty requests in line on one lock: they wait on the loop (aio.Lock), not on threads."""
+    waiters = 50
+    holder = hold_elsewhere(zk_client_factory, "async-gate")
+    directory = f"{LOCKS}/async-gate"
+
+    async def main() -> None:
+        requests = [
+            asyncio.ensure_future(async_client.get("/locked/async/wait/")) for _ in range(waiters)
+        ]
+        await asyncio.to_thread(wait_for_children, zk, directory, waiters + 1, 60.0)
+        assert threading.active_count() < 30, [t.name for t in threading.enumerate()]
+        await asyncio.to_thread(holder.release)
+        answers = await asyncio.gather(*requests)
+        assert [r.status_code for r in answers] == [200] * waiters
+
+    asyncio.run(main())
+    assert views.ASYNC_GATE.entries == waiters
+
+
 def test_cancelled_async_waiter_leaves_no_node_behind(
     zk: ZkClient, zk_client_factory: ClientFactory, async_client: AsyncClient
 ) -> None:
