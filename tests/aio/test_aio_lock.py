@@ -396,3 +396,48 @@ def test_a_task_taking_a_lock_it_holds_is_told_and_an_rlock_counts(zk_client: Zk
         assert children_of(zk_client, "/aio/reentry") == []
 
     asyncio.run(main())
+
+
+def test_holds_left_open_are_released_when_the_loops_tasks_end(
+    loop: str, zk_client_factory: ClientFactory
+) -> None:
+    """asyncio.run ends with a bare acquire still held and a task inside `async with`: both
+    nodes are deleted before the loop closes (not when the session ends), and the task's own
+    release is not taken from it (no "not held" error)."""
+    client, watcher = zk_client_factory(), zk_client_factory()
+    errors: list[dict[str, Any]] = []
+
+    async def main() -> tuple[str, str]:
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: errors.append(context))
+        bare = aio.RLock(client, "/aio/left-open/bare")
+        assert await bare.acquire()
+        assert await bare.acquire()  # re-entered: released all the same
+        inside = asyncio.Event()
+        block = aio.Lock(client, "/aio/left-open/block")
+
+        async def holder() -> None:
+            async with block:
+                inside.set()
+                await asyncio.Event().wait()  # until asyncio.run cancels it
+
+        task = asyncio.ensure_future(holder())
+        await inside.wait()
+        assert not task.done()
+        return str(bare.node), str(block.node)
+
+    nodes = run_on(loop, main())
+    assert [watcher.exists(node) for node in nodes] == [None, None]
+    assert client.state is ConnectionState.CONNECTED  # released, not ended with the session
+    assert errors == []
+
+
+def test_a_loop_with_nothing_held_has_no_task_of_ours(zk_client: ZkClient) -> None:
+    async def main() -> None:
+        lock = aio.Lock(zk_client, "/aio/no-keeper")
+        async with lock:
+            held = [t.get_name() for t in asyncio.all_tasks()]
+        released = [t.get_name() for t in asyncio.all_tasks()]
+        assert "zk-recipes: releases holds at loop end" in held
+        assert not [name for name in released if name.startswith("zk-recipes")]
+
+    asyncio.run(main())

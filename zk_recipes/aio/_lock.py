@@ -23,7 +23,15 @@ from zk_recipes._client.client import ZkClient
 from zk_recipes._deadline import acquire_deadline, remaining
 from zk_recipes._errors import LockTimeout, RecipeUsageError
 from zk_recipes._internals.cancellation import Cancellation
-from zk_recipes._locks.lock import LOCK_KIND, RLOCK_KIND, LockStatistics, MutexKind, _Mutex
+from zk_recipes._locks.lock import (
+    LOCK_KIND,
+    RLOCK_KIND,
+    LockStatistics,
+    MutexKind,
+    _Hold,
+    _Mutex,
+)
+from zk_recipes.aio import _keeper
 from zk_recipes.aio._drive import run_awaited
 
 
@@ -138,6 +146,7 @@ class Lock:
         inner._took(entry, began)
         self._owner = task
         lost.clear()
+        _keeper.keep(self)
         return True
 
     def _not_acquired(
@@ -155,7 +164,7 @@ class Lock:
 
     async def release(self) -> None:
         """Release the lock: its node is deleted (in the background if disconnected)."""
-        gate, _ = self._bind()
+        self._bind()  # the loop this object serves, or RecipeUsageError
         holder = self._owner
         if (
             self._KIND.reentrant
@@ -168,11 +177,29 @@ class Lock:
         hold = self._inner._let_go()
         if hold is None:
             return  # an RLock's re-entry let go: still held
+        await self._leave(hold)
+
+    async def _leave(self, hold: _Hold) -> None:
+        """Delete the node of a hold let go (to its end, through a cancel); open the gate."""
+        gate, _ = self._bind()
         self._owner = None
+        _keeper.forget(self, self._loop)
         try:
             await run_awaited(self._inner._leave_steps(hold), Cancellation())
         finally:
             gate.release()
+
+    async def _end_with_the_loop(self) -> None:
+        """The loop's tasks are ending with this lock still held: release it, re-entries and all."""
+        inner = self._inner
+        with inner._mutex:
+            hold = inner._hold
+            if hold is None:
+                return
+            hold.count = 1
+        let_go = inner._let_go()
+        if let_go is not None:
+            await self._leave(let_go)
 
     async def __aenter__(self) -> Lock:
         await self.acquire()
