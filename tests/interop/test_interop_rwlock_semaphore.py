@@ -9,11 +9,12 @@ test's namespace, so the peer gets ``zk_namespace + path``.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
 
-from zk_recipes import NoNodeError, ReadWriteLock, Semaphore, SemaphoreMutex, ZkClient
+from zk_recipes import NoNodeError, ReadWriteLock, Semaphore, SemaphoreMutex, ZkClient, aio
 from zk_recipes._locks.rwlock import READ_TOKEN, WRITE_TOKEN
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
@@ -265,3 +266,40 @@ def test_semaphore_mutexes_exclude_each_other(
     assert peer.wait_event("m acquired .*", timeout=10).startswith("m acquired ")
     assert not mutex.acquire(timeout=0.3)
     peer.call("release m")
+
+
+def test_the_asyncio_halves_queue_with_curators(
+    curator_peer_factory: PeerFactory,
+    zk_client_factory: ClientFactory,
+    zk_hosts: str,
+    zk_namespace: str,
+) -> None:
+    """aio.ReadWriteLock in Curator's queue: our downgrade keeps its writer out, its writer
+    keeps our reader waiting until it lets go."""
+    peer = curator_peer_factory(zk_hosts)
+    client = zk_client_factory()
+    peer.call(f"rwlock w {zk_namespace}/aio-rw")
+
+    async def main() -> None:
+        rw = aio.ReadWriteLock(client, "/aio-rw")
+        async with rw.write_lock:
+            assert await asyncio.to_thread(peer.call, "acquire w.write") == "pending"
+            await asyncio.to_thread(wait_queue, client, "/aio-rw", 2)
+            assert await rw.read_lock.acquire(blocking=False)  # the downgrade
+        assert await asyncio.to_thread(no_event, peer, "w.write acquired .*", 0.5)
+        await rw.read_lock.release()
+        event = await asyncio.to_thread(peer.wait_event, "w.write acquired .*", 10)
+        assert event.startswith("w.write acquired ")
+
+        async def read() -> str:
+            async with rw.read_lock:
+                return str(rw.read_lock.node)
+
+        reader = asyncio.ensure_future(read())
+        await asyncio.to_thread(wait_queue, client, "/aio-rw", 2)
+        assert not reader.done()
+        await asyncio.to_thread(peer.call, "release w.write")
+        assert READ_TOKEN in await asyncio.wait_for(reader, 15)
+
+    asyncio.run(main())
+    assert queue(client, "/aio-rw") == []

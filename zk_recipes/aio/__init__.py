@@ -16,6 +16,7 @@ from zk_recipes.aio._cache import CacheEvents
 from zk_recipes.aio._drive import POOL_THREADS
 from zk_recipes.aio._leader import LeaderLatch
 from zk_recipes.aio._lock import Lock, RLock
+from zk_recipes.aio._rwlock import ReadLock, ReadWriteLock, WriteLock
 
 __all__ = [
     "POOL_THREADS",
@@ -25,5 +26,8 @@ __all__ = [
     "LeaderLatch",
     "Lock",
     "RLock",
+    "ReadLock",
+    "ReadWriteLock",
     "StateChanges",
+    "WriteLock",
 ]

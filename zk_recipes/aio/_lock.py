@@ -58,7 +58,7 @@ class Lock:
     _KIND: ClassVar[MutexKind] = LOCK_KIND
 
     def __init__(self, client: ZkClient, path: str, *, identifier: str | None = None) -> None:
-        self._inner = _Mutex(client, path, self._KIND, identifier=identifier)
+        self._inner = self._make_inner(client, path, identifier)
         #: The task that holds it (re-entry is per task, as the sync one's is per thread).
         self._owner: asyncio.Task[object] | None = None
         self.client = self._inner.client
@@ -67,6 +67,10 @@ class Lock:
         self._gate: asyncio.Lock | None = None
         self._lost: asyncio.Event | None = None
         self._inner.on_lost(self._heard_lost)
+
+    def _make_inner(self, client: ZkClient, path: str, identifier: str | None) -> _Mutex:
+        """The sync recipe whose steps this object awaits (a half of a ReadWriteLock's, say)."""
+        return _Mutex(client, path, self._KIND, identifier=identifier)
 
     # -- the loop this object serves ------------------------------------------
     def _bind(self) -> tuple[asyncio.Lock, asyncio.Event]:
