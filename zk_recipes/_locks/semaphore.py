@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
+from zk_recipes._client.steps import Steps, reply_steps, run_blocking
 from zk_recipes._deadline import acquire_deadline, expired, remaining
 from zk_recipes._errors import (
     ClientStateError,
@@ -76,10 +77,11 @@ from zk_recipes._internals.holding import (
     read_nodes,
 )
 from zk_recipes._internals.locklike import LockVerbs
-from zk_recipes._internals.patience import Expired, patient
+from zk_recipes._internals.patience import Expired, patient_steps
+from zk_recipes._internals.waits import NewWake, Sleep
 from zk_recipes._locks.lease import Lease, SemaphoreStatistics, _LeaseHold
 from zk_recipes._locks.lock import INNER_LOCK_KIND, _Mutex
-from zk_recipes._types import Contender, Owner, WatchEvent
+from zk_recipes._types import Contender, Owner, Wakeable, WatchEvent
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -345,18 +347,30 @@ class Semaphore(LockVerbs):
     def _lease_under_mutex(
         self, count: int, deadline: float | None, cancel: Cancellation
     ) -> list[Entry]:
+        return run_blocking(self._lease_steps(count, deadline, cancel, self._mutex))
+
+    def _lease_steps(
+        self, count: int, deadline: float | None, cancel: Cancellation, mutex: _Mutex
+    ) -> Steps[list[Entry]]:
+        """Under ``mutex`` (held): make ``count`` lease nodes and wait until they all fit.
+
+        As steps (_client/steps.py): the sync acquire runs them blocking, the
+        asyncio form awaits them under its own internal mutex. Raises _Restart
+        when a node of ours, or ``mutex``'s hold, went with its session.
+        """
         created: list[Entry] = []
         try:
             data = Owner.here_bytes(self.identifier)
             children: list[str] | None = None
             for _ in range(count):
-                entered = self._enter_lease(data, deadline, cancel)
+                entered = yield from self._enter_lease_steps(data, deadline, cancel, mutex)
                 if entered is None:
-                    self._delete(created)
+                    yield from self._delete_steps(created)
                     return []
                 entry, children = entered
                 created.append(entry)
-            changed: threading.Event | None = None
+            woken = False
+            wake: Any = None
             while True:
                 if children is not None:
                     there = self._all_there(created, children)
@@ -365,76 +379,83 @@ class Semaphore(LockVerbs):
                     if not there:
                         raise _Restart
                 if _over(deadline, cancel):
-                    self._delete(created)
+                    yield from self._delete_steps(created)
                     return []
-                if children is None or changed is None or changed.is_set():
+                if children is None or wake is None or woken:
                     # Look again with a watch armed; the fresh list is checked first.
-                    changed = threading.Event()
-                    children = self._list_watched(deadline, changed, cancel)
+                    wake = yield NewWake()
+                    children = yield from self._list_watched_steps(deadline, wake, cancel)
+                    woken = False
                     continue
                 # Any event (a child change, kazoo's NONE after a disconnect, closing the
                 # client, cancel()) means: look again.
-                with self.client.wake_on_close(changed), cancel.wakes(changed):
-                    changed.wait(remaining(deadline))
+                with self.client.wake_on_close(wake), cancel.wakes(wake):
+                    woken = yield Sleep(wake, remaining(deadline))
+        except GeneratorExit:
+            raise
         except BaseException:
-            self._delete(created)
+            yield from self._delete_steps(created)
             raise
 
-    def _enter_lease(
-        self, data: bytes, deadline: float | None, cancel: Cancellation
-    ) -> tuple[Entry, list[str] | None] | None:
+    def _enter_lease_steps(
+        self, data: bytes, deadline: float | None, cancel: Cancellation, mutex: _Mutex
+    ) -> Steps[tuple[Entry, list[str] | None] | None]:
         """One lease node, riding out connection trouble until the deadline (None: gave up).
 
         Raises _Restart once the session holding the internal mutex is gone.
         """
 
-        def send(_limit: float) -> tuple[Entry, list[str] | None]:
-            if not self._mutex_valid():
+        def send(_limit: float) -> Steps[tuple[Entry, list[str] | None]]:
+            hold = mutex._hold
+            if hold is None or not is_valid(self.client, hold):
                 raise _Restart
-            return self._leases.enter(data)
+            return self._leases.enter_steps(data)
 
         try:
-            return patient(
-                self.client,
-                deadline,
-                send,
-                cancel=cancel,
-                also=(RetriesExhaustedError,),
-                what=f"making a lease node in {self.path}",
+            return (
+                yield from patient_steps(
+                    self.client,
+                    deadline,
+                    send,
+                    cancel=cancel,
+                    also=(RetriesExhaustedError,),
+                    what=f"making a lease node in {self.path}",
+                )
             )
         except Expired:
             return None
-
-    def _mutex_valid(self) -> bool:
-        hold = self._mutex._hold
-        return hold is not None and is_valid(self.client, hold)
 
     def _all_there(self, created: list[Entry], children: list[str]) -> bool:
         names = set(children)
         return all(e.name in names and is_live(self.client, e) for e in created)
 
-    def _list_watched(
-        self, deadline: float | None, changed: threading.Event, cancel: Cancellation
-    ) -> list[str] | None:
-        """The lease nodes, with a watch armed; None once the deadline passed."""
+    def _list_watched_steps(
+        self, deadline: float | None, wake: Wakeable, cancel: Cancellation
+    ) -> Steps[list[str] | None]:
+        """The lease nodes, with a watch that sets ``wake``; None once the deadline passed."""
 
-        def wake(_event: WatchEvent) -> None:
-            changed.set()
+        def watch(_event: WatchEvent) -> None:
+            wake.set()
 
-        def send(limit: float) -> list[str]:
-            return self.client.get_children_async(self._leases.path, watch=wake).result(limit)
+        def send(limit: float) -> Steps[list[str]]:
+            pending = self.client.get_children_async(self._leases.path, watch=watch)
+            return reply_steps(pending, limit)
 
         try:
-            return patient(self.client, deadline, send, cancel=cancel, through_session_loss=False)
+            return (
+                yield from patient_steps(
+                    self.client, deadline, send, cancel=cancel, through_session_loss=False
+                )
+            )
         except (NoNodeError, SessionLost):
             raise _Restart from None  # our nodes (and their container) are gone
         except Expired:
             return None
 
-    def _delete(self, entries: list[Entry]) -> None:
+    def _delete_steps(self, entries: list[Entry]) -> Steps[None]:
         for entry in entries:
             try:
-                self.client.delete(
+                yield from self.client.delete_steps(
                     entry.path, guaranteed=True, session=entry.session_id, czxid=entry.czxid
                 )
             except ClientStateError:
