@@ -303,3 +303,34 @@ def test_the_asyncio_halves_queue_with_curators(
 
     asyncio.run(main())
     assert queue(client, "/aio-rw") == []
+
+
+def test_the_asyncio_semaphore_counts_curators_leases(
+    curator_peer_factory: PeerFactory,
+    zk_client_factory: ClientFactory,
+    zk_hosts: str,
+    zk_namespace: str,
+) -> None:
+    """aio.Semaphore and Curator's InterProcessSemaphoreV2 on one path share two leases."""
+    peer = curator_peer_factory(zk_hosts)
+    client = zk_client_factory()
+    peer.call(f"semaphore s {zk_namespace}/aio-sem 2")
+    leases = peer.call("acquire s 5000 2", timeout=15).split()[1:]
+    assert len(leases) == 2
+
+    async def main() -> None:
+        sem = aio.Semaphore(client, "/aio-sem", 2)
+        assert not await sem.acquire(timeout=0.5)
+        waiting = asyncio.ensure_future(sem.acquire(timeout=15))
+        await asyncio.to_thread(wait_queue, client, "/aio-sem/leases", 3)
+        assert not waiting.done()
+        await asyncio.to_thread(peer.call, f"release s {leases[0]}")
+        assert await waiting
+        # Curator counts our lease: one of its own and ours make two.
+        assert await asyncio.to_thread(peer.call, "acquire s 500", 10) == "timeout"
+        await sem.release()
+        event = await asyncio.to_thread(peer.call, "acquire s 5000", 15)
+        assert event.startswith("acquired ")
+        await asyncio.to_thread(peer.call, "release s")
+
+    asyncio.run(main())

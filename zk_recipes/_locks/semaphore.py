@@ -166,7 +166,10 @@ class Semaphore(LockVerbs):
 
     def release(self) -> None:
         """Give back one lease this object holds (any thread may, as with threading.Semaphore)."""
-        me = threading.get_ident()
+        self._delete_lease(self._pick(threading.get_ident()))
+
+    def _pick(self, me: int) -> Lease:
+        """The lease a release by ``me`` gives back (its own newest first), forgotten at once."""
         with self._guard:
             held = self._held()
             lease = next((x for x in reversed(held) if x._thread == me), None)
@@ -178,7 +181,7 @@ class Semaphore(LockVerbs):
                 self._detach(lease)  # picked and forgotten at once: two releases give back two
         if lease is None:
             raise RecipeUsageError(f"release of {self!r}, which is not held (it has no lease)")
-        self._delete_lease(lease)
+        return lease
 
     def cancel(self) -> None:
         """End every ``acquire()`` waiting on this object now: each returns False (or [])."""
@@ -279,17 +282,34 @@ class Semaphore(LockVerbs):
     def _acquire(
         self, count: int, deadline: float | None, thread: int | None, blocking: bool
     ) -> list[Lease]:
-        sink = _metrics.sink
-        began = time.monotonic() if sink is not None else 0.0
-        self.client.check_usable()  # fail fast when the client is closed or forked
-        with self._guard:
-            self._waiting += 1
-            cancel = self._cancel
+        began, cancel = self._begin()
         try:
             entries = self._acquire_entries(count, deadline, cancel)
         finally:
-            with self._guard:
-                self._waiting -= 1
+            self._done_waiting()
+        return self._granted(entries, thread, began, blocking, cancel)
+
+    def _begin(self, cancel: Cancellation | None = None) -> tuple[float, Cancellation]:
+        """An acquire starts: (when, for the metrics; the object's cancellation, or ``cancel``)."""
+        began = time.monotonic() if _metrics.sink is not None else 0.0
+        self.client.check_usable()  # fail fast when the client is closed or forked
+        with self._guard:
+            self._waiting += 1
+            return began, self._cancel if cancel is None else cancel
+
+    def _done_waiting(self) -> None:
+        with self._guard:
+            self._waiting -= 1
+
+    def _granted(
+        self,
+        entries: list[Entry],
+        thread: int | None,
+        began: float,
+        blocking: bool,
+        cancel: Cancellation,
+    ) -> list[Lease]:
+        """An acquire's end: its leases recorded and counted (none: a refusal recorded)."""
         if not entries:
             with self._guard:
                 self._timeouts += 1
@@ -298,16 +318,17 @@ class Semaphore(LockVerbs):
             return []
         leases = [Lease(self, entry, thread) for entry in entries]
         with self._guard:
-            self._acquisitions += count
+            self._acquisitions += len(leases)
             if all(is_valid(self.client, x._hold) for x in [*self._held(), *leases]):
                 self.lost.clear()
         for lease in leases:
             self._holds.add(lease._hold)  # a loss in the meantime is caught here
+        sink = _metrics.sink
         if sink is not None:
             now = time.monotonic()
             for lease in leases:
                 lease._hold.since = now
-            sink.acquired(self._metric, self.path, now - began, count)
+            sink.acquired(self._metric, self.path, now - began, len(leases))
         return leases
 
     def _refused(self, blocking: bool) -> None:
@@ -482,6 +503,10 @@ class Semaphore(LockVerbs):
         self._holds.remove(lease._hold)
 
     def _delete_lease(self, lease: Lease) -> None:
+        run_blocking(self._delete_lease_steps(lease))
+
+    def _delete_lease_steps(self, lease: Lease) -> Steps[None]:
+        """Delete a lease's node, as its holder (steps: the asyncio form awaits them)."""
         sink = _metrics.sink
         since = lease._hold.since
         if sink is not None and since:
@@ -490,7 +515,7 @@ class Semaphore(LockVerbs):
         # Deleted as its holder all the same (the house rule): after its session, nothing.
         entry = lease.entry
         try:
-            self.client.delete(
+            yield from self.client.delete_steps(
                 entry.path, guaranteed=True, session=entry.session_id, czxid=entry.czxid
             )
         except ClientStateError:

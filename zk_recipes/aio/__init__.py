@@ -17,6 +17,7 @@ from zk_recipes.aio._drive import POOL_THREADS
 from zk_recipes.aio._leader import LeaderLatch
 from zk_recipes.aio._lock import Lock, RLock
 from zk_recipes.aio._rwlock import ReadLock, ReadWriteLock, WriteLock
+from zk_recipes.aio._semaphore import Semaphore, SemaphoreMutex
 
 __all__ = [
     "POOL_THREADS",
@@ -28,6 +29,8 @@ __all__ = [
     "RLock",
     "ReadLock",
     "ReadWriteLock",
+    "Semaphore",
+    "SemaphoreMutex",
     "StateChanges",
     "WriteLock",
 ]
