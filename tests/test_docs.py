@@ -235,6 +235,7 @@ REFERENCE = {
     "zk_recipes_django": ("integrations/zk_recipes_django/__init__.py", "django.md"),
     "zk_recipes_flask": ("integrations/zk_recipes_flask/__init__.py", "flask.md"),
     "zk_recipes_celery": ("integrations/zk_recipes_celery/__init__.py", "celery.md"),
+    "zk_recipes_starlette": ("integrations/zk_recipes_starlette/__init__.py", "starlette.md"),
 }
 #: One entry of a reference page: ``::: module.Name`` on a line of its own.
 _ENTRY = re.compile(r"^::: ([\w.]+)$", flags=re.MULTILINE)
