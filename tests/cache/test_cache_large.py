@@ -1,8 +1,12 @@
-"""A 100,000-node tree: loaded, then a burst of 10,000 changes, and the cache equals the server.
+"""A 20,000-node tree: loaded, then a burst of 4,000 changes, and the cache equals the server.
 
-The tree is made with pipelined creates by a raw client; the comparison reads
-the server's tree back the same way (one get per node, one get_children per
-directory), so the test takes tens of seconds, not minutes.
+Big enough that the walk's reads are paged (256 at a time: the server
+throttles more) and a burst arrives while pages are in flight; the cost at
+100,000 and 1,000,000 nodes is the benchmarks' (benchmarks/caches.py,
+benchmarks/scale.py), not the suite's (100,000 here took 100 s of the 2-core
+box's CPU on every run). The tree is made with pipelined creates by a raw
+client; the comparison reads the server's tree back the same way (one get per
+node, one get_children per directory).
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ import pytest
 from zk_recipes import TreeCache, ZkClient
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
-DIRS, PER_DIR = 100, 1000  # 100,000 leaves
-CHANGES = 10_000
+DIRS, PER_DIR = 20, 1000  # 20,000 leaves
+CHANGES = 4_000
 
 
 def _pipelined(calls: list[Any]) -> list[Any]:
@@ -40,7 +44,7 @@ def _server_tree(client: ZkClient, root: str) -> dict[str, int]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_a_hundred_thousand_nodes_then_ten_thousand_changes(
+def test_twenty_thousand_nodes_then_four_thousand_changes(
     zk_client_factory: ClientFactory,
 ) -> None:
     # 10 s sessions: a load test, not a fault test; 100,000 pipelined writes on a busy
