@@ -17,10 +17,48 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from zk_recipes import Contender, Lock, LockStatistics, ZkClient, aio
+from zk_recipes import (
+    Contender,
+    Lock,
+    LockStatistics,
+    ReadWriteLock,
+    SemaphoreMutex,
+    ZkClient,
+    aio,
+)
 from zk_recipes._internals.locklike import LockVerbs
 
 T = TypeVar("T")
+
+
+class _Actor:
+    """One calling thread's task on the loop: the thread's calls run in it, one at a time.
+
+    A re-entrant asyncio lock belongs to a task as a sync one belongs to a
+    thread, so each thread of the contract gets one task for all its calls.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.calls: asyncio.Queue[tuple[Callable[[], Coroutine[Any, Any, Any]], Any]] = (
+            asyncio.Queue()
+        )
+        self.acquiring = False
+        self.task = loop.create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                call, done = await self.calls.get()
+            except asyncio.CancelledError:
+                continue  # a cancel that found no acquire under way
+            try:
+                done.set_result(await call())
+            except asyncio.CancelledError:
+                done.set_result(False)  # an acquire cancelled: its node was deleted first
+            except BaseException as exc:  # handed to the calling thread
+                done.set_exception(exc)
+            finally:
+                self.acquiring = False
 
 
 class AioLockFromThreads(LockVerbs):
@@ -35,70 +73,114 @@ class AioLockFromThreads(LockVerbs):
         self._thread.start()
         self._lock = self._run(self._make(client, path))
         self._guard = threading.Lock()
-        self._tasks: set[asyncio.Task[bool]] = set()
-        self._mutex = self._lock._inner  # the hold the sync and asyncio forms share
+        self._actors: dict[int, _Actor] = {}
+        self._client = client
+        self._mutex = self._sync_side()  # the hold the sync and asyncio forms share
         self.lost = self._mutex.lost
 
     @staticmethod
-    async def _make(client: ZkClient, path: str) -> aio.Lock:
+    async def _make(client: ZkClient, path: str) -> Any:
         return aio.Lock(client, path)
+
+    def _sync_side(self) -> Any:
+        """The sync recipe under the asyncio form: its ``lost`` event and ``on_lost``."""
+        return self._lock._inner
+
+    def _sync_twin(self) -> Any:
+        """A sync object of the same recipe on the path, to list its contenders."""
+        return Lock(self._client, self.path)
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        done: concurrent.futures.Future[bool] = concurrent.futures.Future()
+    def _in_my_task(
+        self, call: Callable[[], Coroutine[Any, Any, T]], *, acquiring: bool = False
+    ) -> T:
+        """``call()`` awaited in the calling thread's task (made on its first call)."""
+        me = threading.get_ident()
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
 
-        def start() -> None:
-            task = self._loop.create_task(self._lock.acquire(timeout=timeout, blocking=blocking))
+        def submit() -> None:
             with self._guard:
-                self._tasks.add(task)
-            task.add_done_callback(finished)
+                actor = self._actors.get(me)
+                if actor is None:
+                    actor = self._actors[me] = _Actor(self._loop)
+            actor.acquiring = acquiring
+            actor.calls.put_nowait((call, done))
 
-        def finished(task: asyncio.Task[bool]) -> None:
-            with self._guard:
-                self._tasks.discard(task)
-            if task.cancelled():
-                done.set_result(False)  # cancelled: its node was deleted before this
-            elif (failure := task.exception()) is not None:
-                done.set_exception(failure)
-            else:
-                done.set_result(task.result())
-
-        self._loop.call_soon_threadsafe(start)
+        self._loop.call_soon_threadsafe(submit)
         return done.result()
 
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        return self._in_my_task(  # type: ignore[no-any-return]
+            lambda: self._lock.acquire(timeout=timeout, blocking=blocking), acquiring=True
+        )
+
     def release(self) -> None:
-        self._run(self._lock.release())
+        self._in_my_task(self._lock.release)
 
     def cancel(self) -> None:
-        with self._guard:
-            tasks = list(self._tasks)
-        for task in tasks:
-            self._loop.call_soon_threadsafe(task.cancel)
+        """Cancel the acquires under way, the asyncio way (``task.cancel()``)."""
+
+        def cancel_acquires() -> None:
+            with self._guard:
+                actors = list(self._actors.values())
+            for actor in actors:
+                if actor.acquiring:
+                    actor.task.cancel()
+
+        self._loop.call_soon_threadsafe(cancel_acquires)
 
     def is_held(self) -> bool:
-        return self._lock.is_held()
+        return bool(self._lock.is_held())
 
     def check(self) -> None:
         self._lock.check()
 
     @property
     def fencing_token(self) -> int:
-        return self._lock.fencing_token
+        return int(self._lock.fencing_token)
 
     def on_lost(self, callback: Callable[[Any], object]) -> None:
-        self._mutex.on_lost(lambda _mutex: callback(self))
+        self._mutex.on_lost(lambda _recipe: callback(self))
 
     @property
     def node(self) -> str | None:
-        return self._lock.node
+        node: str | None = self._lock.node
+        return node
 
     def statistics(self) -> LockStatistics:
-        return self._lock.statistics()
+        statistics: LockStatistics = self._lock.statistics()
+        return statistics
 
     def contenders(self) -> list[Contender]:
-        return Lock(self._mutex.client, self.path).contenders()
+        contenders: list[Contender] = self._sync_twin().contenders()
+        return contenders
 
     def __repr__(self) -> str:
         return f"<from threads {self._lock!r}>"
+
+
+class AioWriteLockFromThreads(AioLockFromThreads):
+    """``aio.ReadWriteLock(...).write_lock`` behind the LockLike contract."""
+
+    @staticmethod
+    async def _make(client: ZkClient, path: str) -> Any:
+        return aio.ReadWriteLock(client, path).write_lock
+
+    def _sync_twin(self) -> Any:
+        return ReadWriteLock(self._client, self.path).write_lock
+
+
+class AioSemaphoreMutexFromThreads(AioLockFromThreads):
+    """``aio.SemaphoreMutex`` behind the LockLike contract."""
+
+    @staticmethod
+    async def _make(client: ZkClient, path: str) -> Any:
+        return aio.SemaphoreMutex(client, path)
+
+    def _sync_side(self) -> Any:
+        return self._lock._semaphore._sync  # the sync Semaphore whose leases it holds
+
+    def _sync_twin(self) -> Any:
+        return SemaphoreMutex(self._client, self.path)

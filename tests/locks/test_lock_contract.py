@@ -16,7 +16,11 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.aio.from_threads import AioLockFromThreads
+from tests.aio.from_threads import (
+    AioLockFromThreads,
+    AioSemaphoreMutexFromThreads,
+    AioWriteLockFromThreads,
+)
 from zk_recipes import (
     ClientStateError,
     Lock,
@@ -46,6 +50,8 @@ FACTORIES: dict[str, Factory] = {
     # The asyncio form, driven from threads through a loop of its own (its cancel()
     # cancels the acquires' tasks): one contract for both APIs.
     "aio.Lock": AioLockFromThreads,
+    "aio.ReadWriteLock.write_lock": AioWriteLockFromThreads,
+    "aio.SemaphoreMutex": AioSemaphoreMutexFromThreads,
 }
 
 

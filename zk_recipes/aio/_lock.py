@@ -120,12 +120,15 @@ class Lock:
         began = time.monotonic() if _metrics.sink is not None else 0.0
         self.client.check_usable()
         busy = "another coroutine of this process has it"
-        if not blocking and (gate.locked() or getattr(gate, "_waiters", None)):
+        free = not (gate.locked() or getattr(gate, "_waiters", None))
+        if not blocking and not free:
             self._not_acquired(False, busy)  # (a waiter being woken takes it next)
             return False
         try:
-            if deadline is None or not blocking:
-                await gate.acquire()  # no timer to pay for (non-blocking: it is free)
+            if free or deadline is None:
+                # No timer to pay for; free, it is taken at once, so a timeout of 0
+                # still gets its try in ZooKeeper (asyncio.wait_for(..., 0) never would).
+                await gate.acquire()
             else:
                 await asyncio.wait_for(gate.acquire(), remaining(deadline))
         except asyncio.TimeoutError:  # not the builtin one before Python 3.11

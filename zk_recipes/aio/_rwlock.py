@@ -36,6 +36,14 @@ from zk_recipes._locks.rwlock import READ_KIND, WRITE_KIND, _ReadPart
 from zk_recipes.aio._lock import Lock
 
 
+def _current() -> asyncio.Task[object] | None:
+    """The calling task; None off a running loop (a property read from a thread)."""
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
+
+
 class WriteLock(Lock):
     """The exclusive half of an ``aio.ReadWriteLock`` (``rw.write_lock``); re-entrant per task."""
 
@@ -105,7 +113,7 @@ class ReadLock:
         self._rw = rw
         self.client = rw.client
         self.path = rw.path
-        self._shares: dict[asyncio.Task[object], _ReadShare] = {}
+        self._shares: dict[asyncio.Task[object] | None, _ReadShare] = {}
         #: Each task's view when it holds nothing: its last share's (a refusal's reason).
         self._last: weakref.WeakKeyDictionary[asyncio.Task[object], LockStatistics] = (
             weakref.WeakKeyDictionary()
@@ -128,7 +136,7 @@ class ReadLock:
         return share
 
     def _mine(self) -> _ReadShare:
-        share = self._shares.get(asyncio.current_task())  # type: ignore[arg-type]
+        share = self._shares.get(_current())
         if share is None or share._inner._hold is None:
             raise RecipeUsageError(f"{self!r} is not held by this task")
         return share
@@ -153,7 +161,7 @@ class ReadLock:
 
     async def release(self) -> None:
         """Release this task's read lock (once per acquire)."""
-        share = self._shares.get(asyncio.current_task())  # type: ignore[arg-type]
+        share = self._shares.get(_current())
         if share is None or share._inner._hold is None:
             raise RecipeUsageError(
                 f"release of {self!r}, which is not held by this task (each task releases the "
@@ -188,7 +196,7 @@ class ReadLock:
 
     def is_held(self) -> bool:
         """True while this task holds the read lock for sure (not in doubt, not lost)."""
-        share = self._shares.get(asyncio.current_task())  # type: ignore[arg-type]
+        share = self._shares.get(_current())
         return share is not None and share.is_held()
 
     def check(self) -> None:
@@ -203,7 +211,7 @@ class ReadLock:
     @property
     def node(self) -> str | None:
         """Path of this task's read node while held."""
-        share = self._shares.get(asyncio.current_task())  # type: ignore[arg-type]
+        share = self._shares.get(_current())
         return share.node if share is not None else None
 
     @property

@@ -38,6 +38,14 @@ from zk_recipes.aio._drive import run_awaited
 from zk_recipes.aio._lock import Lock
 
 
+def _task_id() -> int:
+    """Who holds a lease, as the sync semaphore's thread ident: the calling task (0 off a loop)."""
+    try:
+        return id(asyncio.current_task())
+    except RuntimeError:  # read from a thread: no task to prefer
+        return 0
+
+
 class _InternalMutex(Lock):
     """A semaphore's internal mutex (``<path>/locks``), awaited; not counted as a Lock."""
 
@@ -122,8 +130,7 @@ class Semaphore:
             entries = await self._entries(count, deadline, cancel)
         finally:
             sync._done_waiting()
-        task = asyncio.current_task()
-        leases = sync._granted(entries, id(task), began, blocking, cancel)
+        leases = sync._granted(entries, _task_id(), began, blocking, cancel)
         if leases and not sync.lost.is_set():
             lost.clear()
         return leases
@@ -147,7 +154,7 @@ class Semaphore:
 
     async def release(self) -> None:
         """Give back one lease: the calling task's newest first (any task may)."""
-        lease = self._sync._pick(id(asyncio.current_task()))
+        lease = self._sync._pick(_task_id())
         await run_awaited(self._sync._delete_lease_steps(lease), Cancellation())
 
     async def return_leases(self, leases: list[Lease]) -> None:
@@ -194,7 +201,7 @@ class Semaphore:
     @property
     def fencing_token(self) -> int:
         """Token of the lease this task took last (else the newest held)."""
-        me = id(asyncio.current_task())
+        me = _task_id()
         held = self._sync.leases
         lease = next((x for x in reversed(held) if x._thread == me), None)
         if lease is None and held:
@@ -238,7 +245,7 @@ class SemaphoreMutex:
     async def acquire(self, timeout: float | None = None, *, blocking: bool = True) -> bool:
         """Take the lock; False only if not acquired in time."""
         held = self._semaphore.leases
-        if held and held[0]._thread == id(asyncio.current_task()):
+        if held and held[0]._thread == _task_id():
             raise RecipeUsageError(
                 f"this task already holds {self!r}: a SemaphoreMutex is not re-entrant "
                 "(acquiring it again would wait for itself forever)"
