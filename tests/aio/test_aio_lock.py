@@ -441,3 +441,18 @@ def test_a_loop_with_nothing_held_has_no_task_of_ours(zk_client: ZkClient) -> No
         assert not [name for name in released if name.startswith("zk-recipes")]
 
     asyncio.run(main())
+
+
+def test_a_timeout_of_0_on_a_free_lock_takes_it(zk_client: ZkClient) -> None:
+    """A timeout of 0 still gets its try in ZooKeeper (asyncio.wait_for(..., 0) never runs the
+    local gate's acquire, which made a free lock look busy)."""
+
+    async def main() -> None:
+        lock = aio.Lock(zk_client, "/aio/zero")
+        assert await lock.acquire(timeout=0)
+        await lock.release()
+        sem = aio.Semaphore(zk_client, "/aio/zero-sem", 1)
+        assert await sem.acquire(timeout=0)
+        await sem.release()
+
+    asyncio.run(main())
