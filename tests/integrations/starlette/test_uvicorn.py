@@ -120,3 +120,55 @@ def test_a_stop_while_holding_frees_the_lock_at_shutdown(
     # The lifespan closed the session before the process exited (an expiry would take
     # the 3 s session timeout more): the node is gone already.
     assert zk_client.exists(directory) is None or zk_client.get_children(directory) == []
+
+
+@pytest.mark.timeout(90)
+def test_gunicorn_workers_forked_from_a_connected_master_each_make_their_own_session(
+    environ: dict[str, str], zk_client: ZkClient, tmp_path: Path
+) -> None:
+    """``gunicorn --preload -k uvicorn_worker.UvicornWorker -w 2``: the master connected at
+    import; each worker's lifespan makes a session of its own, none uses the master's."""
+    pytest.importorskip("uvicorn_worker")
+    (port,) = free_ports(1)
+    marker = tmp_path / "master-session"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--preload",
+            "-k",
+            "uvicorn_worker.UvicornWorker",
+            "-w",
+            "2",
+            "--chdir",
+            str(HERE),
+            "-b",
+            f"127.0.0.1:{port}",
+            "held_app:app",
+        ],
+        env={**os.environ, **environ, "HELD_APP_CONNECT_AT_IMPORT": str(marker)},
+    )
+    try:
+        sessions: set[str] = set()
+        deadline = time.monotonic() + START
+        while len(sessions) < 2:  # the two workers answer in turn, each with its session
+            assert time.monotonic() < deadline, f"two workers never both answered: {sessions}"
+            assert process.poll() is None, "gunicorn exited"
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/zk/health", timeout=2)
+            except httpx.TransportError:
+                time.sleep(0.1)  # the server starting: nothing to wait on but its port
+                continue
+            if answer.status_code == 200:
+                sessions.add(answer.json()["session_id"])
+            with httpx.Client(timeout=2) as fresh:  # a new connection may reach the other
+                answer = fresh.get(f"http://127.0.0.1:{port}/zk/health")
+                if answer.status_code == 200:
+                    sessions.add(answer.json()["session_id"])
+        master = marker.read_text()
+        assert master not in sessions
+        assert len(sessions) == 2
+    finally:
+        process.terminate()
+        process.wait(30)
