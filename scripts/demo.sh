@@ -24,6 +24,7 @@ DEMOS=(
     "cli|The zk-recipes command: a cron job guarded on three hosts, a deploy's migration, a standby taking over|example_projects/cli/cli_demo.py"
     "django|Django: zklock around migrate on three pods, a locked view, a locked cron command, the admin page, Celery on the same settings|example_projects/django_site/django_demo.py"
     "flask|Flask: flask zk lock guarding a CLI task on three hosts, a locked view, the status blueprint|example_projects/flask_app/flask_demo.py"
+    "fastapi|FastAPI: three clicks on one order under uvicorn's two workers, the health route, ZooKeeper paused, a stop while holding|example_projects/fastapi_app/fastapi_demo.py"
     "face|A face of your own: a plain WSGI app locked per invoice, on the framework kit alone|example_projects/frameworks/wsgi_face.py"
 )
 
