@@ -51,7 +51,7 @@ from zk_recipes.frameworks import (
     parse_options,
 )
 from zk_recipes_starlette import _locking
-from zk_recipes_starlette._state import STATE_KEY, AppState
+from zk_recipes_starlette._state import STATE_KEY, AppState, serving
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -94,12 +94,14 @@ class ZkRecipes:
             )
         _check_routes(getattr(app, "routes", ()))
         setattr(state, STATE_KEY, self.state)
+        serving.append(self.state)
         self.state.process_client.start_in_background()
         if self.state.announcement is not None:
             self.state.announcement.start()
         try:
             yield
         finally:
+            serving.remove(self.state)
             await self.aclose()
 
     async def aclose(self) -> None:

@@ -43,9 +43,20 @@ class AppState:
         )
 
 
+#: The states whose lifespan is running in this process: a mounted sub-app (whose own
+#: lifespan Starlette never runs) finds its parent's when there is one.
+serving: list[AppState] = []
+
+
 def state_of(app: ASGIApp) -> AppState:
-    """The state the app's lifespan put in ``app.state``; a fix-it error without one."""
+    """The state the app's lifespan put in ``app.state``; a fix-it error without one.
+
+    A sub-app mounted in the app (``app.mount("/v2", sub)``) has no lifespan
+    of its own: it uses the one state whose lifespan runs in this process.
+    """
     state = getattr(getattr(app, "state", None), STATE_KEY, None)
+    if state is None and len(serving) == 1:
+        state = serving[0]
     if not isinstance(state, AppState):
         raise RecipeUsageError(
             "this app has no zk-recipes state: its lifespan did not run ZkRecipes's. Give the "

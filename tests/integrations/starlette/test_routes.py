@@ -288,6 +288,27 @@ def test_a_decorator_above_the_route_fails_the_start(zk: ZkRecipes) -> None:
         asyncio.run(main())
 
 
+def test_a_mounted_sub_app_uses_its_parents_lifespan(zk: ZkRecipes, zk_client: ZkClient) -> None:
+    app = FastAPI(lifespan=zk.lifespan)
+    v2 = FastAPI()  # Starlette runs no lifespan of a mounted app
+
+    @v2.post("/orders/{id}/charge")
+    async def charge(id: int, lock: Annotated[aio.Lock, Depends(zk_lock("v2-{id}"))]) -> int:
+        return lock.fencing_token
+
+    app.mount("/v2", v2)
+
+    async def main() -> None:
+        async with served(app) as http:
+            answer = await http.post("/v2/orders/3/charge")
+            assert answer.status_code == 200
+            assert answer.json() > 0
+            with Lock(zk_client, lock_path("v2-3")):
+                assert (await http.post("/v2/orders/3/charge")).status_code == 423
+
+    asyncio.run(main())
+
+
 def test_without_the_lifespan_the_dependency_says_what_to_do(zk: ZkRecipes) -> None:
     app = FastAPI()
 
