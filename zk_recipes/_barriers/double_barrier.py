@@ -59,8 +59,9 @@ from collections.abc import Callable, Iterator
 from typing import final
 
 from zk_recipes import _paths
-from zk_recipes._barriers._common import check_data, exists_request, waker
+from zk_recipes._barriers._common import check_data, exists_steps, waker
 from zk_recipes._client.client import ZkClient
+from zk_recipes._client.steps import Call, Reply, Steps, run_blocking
 from zk_recipes._deadline import expired, remaining, wait_deadline
 from zk_recipes._errors import (
     BadVersionError,
@@ -74,7 +75,8 @@ from zk_recipes._errors import (
     ZkTimeoutError,
 )
 from zk_recipes._internals.args import require_client, require_int
-from zk_recipes._internals.patience import Expired, patient
+from zk_recipes._internals.patience import Expired, patient, patient_steps
+from zk_recipes._internals.waits import NewWake, Sleep
 from zk_recipes._types import CreateMode, WatchEvent, ZnodeStat
 
 log = logging.getLogger("zk_recipes.barrier")
@@ -119,12 +121,18 @@ class DoubleBarrier:
     # -- public API ------------------------------------------------------
     def enter(self, timeout: float | None = None) -> bool:
         """Wait until ``member_qty`` members are there; False (and our node gone) on timeout."""
+        return run_blocking(self.enter_steps(timeout))
+
+    def enter_steps(self, timeout: float | None = None) -> Steps[bool]:
+        """``enter()`` as steps (_client/steps.py): what the asyncio form awaits."""
         deadline = wait_deadline(timeout)
         self._begin(_IDLE, _ENTERING, "enter() while already entered; call leave() first")
         try:
-            entered = self._enter(deadline)
+            entered = yield from self._enter_steps(deadline)
+        except GeneratorExit:
+            raise
         except BaseException:
-            self._delete_own()
+            yield Call(self._delete_own)
             self._state = _IDLE
             raise
         if not entered:
@@ -133,7 +141,7 @@ class DoubleBarrier:
                 self.path,
                 self.member_id,
             )
-            self._delete_own()
+            yield Call(self._delete_own)
             self._state = _IDLE
             return False
         self._state = _INSIDE
@@ -145,17 +153,23 @@ class DoubleBarrier:
         Either way our member node is gone afterwards and the instance can
         ``enter`` again.
         """
+        return run_blocking(self.leave_steps(timeout))
+
+    def leave_steps(self, timeout: float | None = None) -> Steps[bool]:
+        """``leave()`` as steps (_client/steps.py): what the asyncio form awaits."""
         deadline = wait_deadline(timeout)
         self._begin(_INSIDE, _LEAVING, "leave() without a successful enter()")
         try:
-            done = self._leave(deadline)
+            done = yield from self._leave_steps(deadline)
             if done:
-                self._delete_ready()
+                yield Call(self._delete_ready)
             else:
                 log.info("leave of double barrier %s timed out", self.path)
-                self._delete_own()
+                yield Call(self._delete_own)
+        except GeneratorExit:
+            raise
         except BaseException:
-            self._delete_own()
+            yield Call(self._delete_own)
             raise
         finally:
             self._state = _IDLE
@@ -243,62 +257,78 @@ class DoubleBarrier:
         self._own = (stat.ephemeral_owner, stat.czxid)
         return stat.czxid
 
-    def _enter(self, deadline: float | None) -> bool:
-        own = self._create_own()
+    def _enter_steps(self, deadline: float | None) -> Steps[bool]:
+        client = self.client
+        own: int = yield Call(self._create_own)
         joined = own  # kept when the node is made again after a session loss
         older = 0  # czxid of the newest 'ready' of an earlier round seen
         while True:
-            changed = threading.Event()
-            wake = waker(changed)
+            wake = yield NewWake()
+            watch = waker(wake)
             try:
-                ready = patient(
-                    self.client, deadline, exists_request(self.client, self.ready_path, wake)
+                ready = yield from patient_steps(
+                    client, deadline, exists_steps(client, self.ready_path, watch)
                 )
                 if ready is not None and ready.czxid > joined:
-                    self._round = self._round_members(deadline, older, ready.czxid, own)
+                    self._round = yield Call(
+                        functools.partial(self._round_members, deadline, older, ready.czxid, own)
+                    )
                     self._ready_czxid = ready.czxid
                     return True
-                children = patient(self.client, deadline, functools.partial(self._list, watch=wake))
-                if self.member_id not in children or self._own_epoch != self.client.loss_epoch:
+                children = yield from patient_steps(
+                    client, deadline, functools.partial(self._list_steps, watch=watch)
+                )
+                if self.member_id not in children or self._own_epoch != client.loss_epoch:
                     log.info("member node %s was lost with its session; creating it again", own)
-                    own = self._create_own()
+                    own = yield Call(self._create_own)
                     continue
                 members = [c for c in children if c != READY_NODE]
                 if ready is None:
                     count = len(members)
                 else:
                     older = max(older, ready.czxid)
-                    stats = self._stats(deadline, members)
+                    stats = yield from self._stats_steps(deadline, members)
                     count = sum(1 for st in stats.values() if st.czxid > ready.czxid)
             except Expired:
                 return False
             if count >= self.member_qty:
-                self._raise_ready(ready)
+                yield Call(functools.partial(self._raise_ready, ready))
                 continue  # the next look sees the new 'ready'
             if expired(deadline):
                 return False
-            with self.client.wake_on_close(changed):
-                changed.wait(remaining(deadline))
+            with client.wake_on_close(wake):
+                yield Sleep(wake, remaining(deadline))
 
     def _list(self, limit: float, watch: Callable[[WatchEvent], None] | None = None) -> list[str]:
+        return run_blocking(self._list_steps(limit, watch))
+
+    def _list_steps(
+        self, limit: float, watch: Callable[[WatchEvent], None] | None = None
+    ) -> Steps[list[str]]:
         try:
-            return self.client.get_children_async(self.path, watch=watch).result(limit)
+            children: list[str] = yield Reply(
+                self.client.get_children_async(self.path, watch=watch), limit
+            )
         except NoNodeError:
             return []  # the container went with the last member node
+        return children
 
     def _stats(self, deadline: float | None, names: list[str]) -> dict[str, ZnodeStat]:
+        return run_blocking(self._stats_steps(deadline, names))
+
+    def _stats_steps(self, deadline: float | None, names: list[str]) -> Steps[dict[str, ZnodeStat]]:
         """Stats of the member nodes ``names`` that still exist, requests pipelined."""
 
-        def send(limit: float) -> dict[str, ZnodeStat]:
+        def send(limit: float) -> Steps[dict[str, ZnodeStat]]:
             pending = [(n, self.client.exists_async(_paths.join(self.path, n))) for n in names]
             found: dict[str, ZnodeStat] = {}
             for name, request in pending:
-                stat = request.result(limit)
+                stat = yield Reply(request, limit)
                 if stat is not None:
                     found[name] = stat
             return found
 
-        return patient(self.client, deadline, send)
+        return (yield from patient_steps(self.client, deadline, send))
 
     def _round_members(
         self, deadline: float | None, after: int, ready_czxid: int, own: int
@@ -327,12 +357,13 @@ class DoubleBarrier:
             self.client.create(self.ready_path, self.data, parents=True)
 
     # -- leaving ---------------------------------------------------------
-    def _leave(self, deadline: float | None) -> bool:
+    def _leave_steps(self, deadline: float | None) -> Steps[bool]:
+        client = self.client
         own = self.member_id
         own_gone = False
         while True:
             try:
-                stats = self._stats(deadline, list(self._round))
+                stats = yield from self._stats_steps(deadline, list(self._round))
             except Expired:
                 return False
             present = sorted(n for n, st in stats.items() if st.czxid == self._round[n])
@@ -341,28 +372,27 @@ class DoubleBarrier:
             if not present:
                 return True
             if present == [own]:
-                self._delete_own()
+                yield Call(self._delete_own)
                 continue
             lowest = not own_gone and present[0] == own
             target = present[-1] if lowest else present[0]
-            changed = threading.Event()
-            wake = waker(changed)
+            wake = yield NewWake()
             target_path = _paths.join(self.path, target)
             try:
-                stat = patient(
-                    self.client, deadline, exists_request(self.client, target_path, wake)
+                stat = yield from patient_steps(
+                    client, deadline, exists_steps(client, target_path, waker(wake))
                 )
             except Expired:
                 return False
             if not own_gone and not lowest:
-                self._delete_own()
+                yield Call(self._delete_own)
                 own_gone = True
             if stat is None or stat.czxid != self._round[target]:
                 continue
             if expired(deadline):
                 return False
-            with self.client.wake_on_close(changed):
-                changed.wait(remaining(deadline))
+            with client.wake_on_close(wake):
+                yield Sleep(wake, remaining(deadline))
 
     def _delete_own(self) -> None:
         session, czxid = self._own

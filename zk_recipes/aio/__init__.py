@@ -11,12 +11,13 @@ docs/asyncio.md for what each form does and which thread runs what.
 from __future__ import annotations
 
 from zk_recipes._client.awaitable import AsyncRequests, StateChanges
-from zk_recipes.aio._barrier import Barrier
+from zk_recipes.aio._barrier import Barrier, DoubleBarrier
 from zk_recipes.aio._cache import CacheEvents
 from zk_recipes.aio._drive import POOL_THREADS
 from zk_recipes.aio._leader import LeaderLatch
 from zk_recipes.aio._lock import Lock, RLock
 from zk_recipes.aio._rwlock import ReadLock, ReadWriteLock, WriteLock
+from zk_recipes.aio._selector import LeaderSelector
 from zk_recipes.aio._semaphore import Semaphore, SemaphoreMutex
 
 __all__ = [
@@ -24,7 +25,9 @@ __all__ = [
     "AsyncRequests",
     "Barrier",
     "CacheEvents",
+    "DoubleBarrier",
     "LeaderLatch",
+    "LeaderSelector",
     "Lock",
     "RLock",
     "ReadLock",

@@ -1,12 +1,12 @@
-"""Taking the lock of one call: on the calling thread, or on a thread of its own for async code.
+"""Taking the lock of one call: on the calling thread, or on the event loop for async code.
 
 The frameworks' lock decorators and blocks (Django's ``@zk_lock`` and
-``locked()``, Flask's ``@zk.locked`` and ``zk.lock()``) describe each call's
-lock as a ``LockTarget``: its name, its node directory, whom the node names,
-how long to wait, and where the client comes from. The client is asked for
-only when the lock is made, on the thread that waits, so async code does not
-block its loop while the client connects either. A new ``Lock`` per call: a
-Lock is one contender per process and is not re-entrant per thread.
+``locked()``, Flask's ``@zk.locked`` and ``zk.lock()``, the Starlette face's
+dependency, decorator and block) describe each call's lock as a
+``LockTarget``: its name, its node directory, whom the node names, how long
+to wait, and where the client comes from. The client is asked for only when
+the lock is made, and async code never waits for it on its loop (below). A
+new lock per call: a lock is one contender per process.
 
 An outage is not "busy". Given the process's ``ProcessClient``, the target
 takes the lock only with a connected client (``ProcessClient.available()``:
