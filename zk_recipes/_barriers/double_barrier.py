@@ -45,6 +45,10 @@ disconnected are retried until the deadline. LOST: our member node is gone
 with the session. In ``enter`` it is created again (the round we waited for
 keeps us); in ``leave`` it counts as left. ``close()`` of the client wakes a
 waiter, which then raises ClientStateError.
+
+Size: over the house limit (tests/test_module_sizes.py): one recipe, whose enter
+and leave are steps (the asyncio form awaits them) over one record of the round;
+Curator's DistributedDoubleBarrier.java is of the same size.
 """
 
 from __future__ import annotations
