@@ -456,3 +456,34 @@ def test_a_timeout_of_0_on_a_free_lock_takes_it(zk_client: ZkClient) -> None:
         await sem.release()
 
     asyncio.run(main())
+
+
+def test_a_cancel_that_comes_as_the_local_turn_does_is_never_lost(zk_client: ZkClient) -> None:
+    """The waiter's turn on the local gate and its cancel in the same loop pass: the
+    CancelledError is raised (``asyncio.wait_for`` before Python 3.12 swallowed it and the
+    cancelled task went on to take the lock), and the gate is free again."""
+
+    async def main() -> None:
+        lock = aio.Lock(zk_client, "/aio/turn-and-cancel")
+        assert await lock.acquire()
+        waiter = asyncio.ensure_future(lock.acquire(timeout=10))
+        await asyncio.sleep(0.05)  # the waiter is on the local gate
+        gate = lock._gate
+        assert gate is not None
+        release = gate.release
+
+        def release_then_cancel() -> None:
+            release()  # the waiter's turn is scheduled ...
+            waiter.cancel()  # ... and its cancel, in the same pass
+
+        gate.release = release_then_cancel  # type: ignore[method-assign]
+        await lock.release()
+        gate.release = release  # type: ignore[method-assign]
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert not lock.is_held()
+        assert children_of(zk_client, "/aio/turn-and-cancel") == []
+        assert await lock.acquire(timeout=5)  # the gate was given back
+        await lock.release()
+
+    asyncio.run(main())

@@ -91,12 +91,18 @@ def settle(pending: Pending[T]) -> asyncio.Future[T]:
 
 
 async def answer(pending: Pending[T], timeout: float, what: str) -> T:
-    """Await ``pending`` for ``timeout`` seconds; OperationTimeoutError after that."""
+    """Await ``pending`` for ``timeout`` seconds; OperationTimeoutError after that.
+
+    Not ``asyncio.wait_for``: before Python 3.12 it swallows a cancellation
+    that comes as the answer does (the task goes on as if never cancelled, and
+    a recipe's clean-up never hears of it); ``asyncio.wait`` raises it.
+    """
     future = settle(pending)
-    try:
-        return await asyncio.wait_for(future, timeout)
-    except asyncio.TimeoutError:  # not the builtin one before Python 3.11
-        raise OperationTimeoutError(f"no answer to {what} within {timeout:g}s") from None
+    done, _ = await asyncio.wait((future,), timeout=timeout)
+    if not done:
+        future.cancel()  # a late answer is dropped
+        raise OperationTimeoutError(f"no answer to {what} within {timeout:g}s")
+    return future.result()
 
 
 class LoopWake:

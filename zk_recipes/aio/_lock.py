@@ -35,6 +35,26 @@ from zk_recipes.aio import _keeper
 from zk_recipes.aio._drive import run_awaited
 
 
+async def _gate_within(gate: asyncio.Lock, timeout: float | None) -> bool:
+    """Take the local gate within ``timeout``; False if not. A cancel is raised, never lost.
+
+    Not ``asyncio.wait_for``: before Python 3.12 it swallows a cancellation that
+    comes as the gate is taken, and the task would go on to queue in ZooKeeper.
+    """
+    taking = asyncio.ensure_future(gate.acquire())
+    try:
+        done, _ = await asyncio.wait((taking,), timeout=timeout)
+    except asyncio.CancelledError:
+        taking.cancel()
+        if taking.done() and not taking.cancelled():
+            gate.release()  # taken as the cancel came: given back
+        raise
+    if done:
+        return True
+    taking.cancel()
+    return False
+
+
 class Lock:
     """A fair, fenced, loss-aware distributed lock for asyncio code; Lock's twin.
 
@@ -127,13 +147,11 @@ class Lock:
         try:
             if free or deadline is None:
                 # No timer to pay for; free, it is taken at once, so a timeout of 0
-                # still gets its try in ZooKeeper (asyncio.wait_for(..., 0) never would).
+                # still gets its try in ZooKeeper (a wait of 0 never would).
                 await gate.acquire()
-            else:
-                await asyncio.wait_for(gate.acquire(), remaining(deadline))
-        except asyncio.TimeoutError:  # not the builtin one before Python 3.11
-            self._not_acquired(True, busy)
-            return False
+            elif not await _gate_within(gate, remaining(deadline)):
+                self._not_acquired(True, busy)
+                return False
         except asyncio.CancelledError:
             self._not_acquired(blocking, "", cancelled=True)
             raise
