@@ -98,7 +98,11 @@ async def answer(pending: Pending[T], timeout: float, what: str) -> T:
     a recipe's clean-up never hears of it); ``asyncio.wait`` raises it.
     """
     future = settle(pending)
-    done, _ = await asyncio.wait((future,), timeout=timeout)
+    try:
+        done, _ = await asyncio.wait((future,), timeout=timeout)
+    except asyncio.CancelledError:
+        future.cancel()  # its answer, when it comes, is dropped (a failure unreported)
+        raise
     if not done:
         future.cancel()  # a late answer is dropped
         raise OperationTimeoutError(f"no answer to {what} within {timeout:g}s")
