@@ -2,8 +2,8 @@
 
 One leader at a time among asyncio and sync selectors on one path; closing
 the leader cancels its term's task and hands over; a session lost while
-leading cancels the term (CancelledError inside it, its finally run) before
-the lock is released; a plain function is refused with the fix.
+leading cancels the term (CancelledError inside it, its reason known); a
+plain function is refused with the fix.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from tests.aio.loops import run_on
 from zk_recipes import LeaderSelector, LeadershipContext, WrongTypeError, ZkClient, aio
-from zk_recipes.testing import expire_session, wait_for_children
+from zk_recipes.testing import expire_session, wait_for_children, wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 PATH = "/aio/selector"
@@ -62,9 +62,12 @@ def test_one_leader_at_a_time_and_closing_hands_over(
     run_on(loop, main())
 
 
-def test_a_lost_session_cancels_the_term_before_anyone_else_leads(
+def test_a_lost_session_cancels_the_term_and_the_rival_leads(
     zk_client_factory: ClientFactory,
 ) -> None:
+    """The session expired on the server: the term's task is cancelled (its handler sees why),
+    and the rival leads. (Expired by the server, the rival may lead before our client hears:
+    being told first is the partition's guarantee, tests/leader/, not an expiry's.)"""
     leader_client, rival_client = zk_client_factory(), zk_client_factory()
     rival_led = threading.Event()
 
@@ -77,7 +80,6 @@ def test_a_lost_session_cancels_the_term_before_anyone_else_leads(
     async def main() -> None:
         entered = asyncio.Event()
         reasons: list[str | None] = []
-        rival_led_first: list[bool] = []
 
         async def take_leadership(ctx: LeadershipContext) -> None:
             entered.set()
@@ -85,17 +87,17 @@ def test_a_lost_session_cancels_the_term_before_anyone_else_leads(
                 await asyncio.Event().wait()
             except asyncio.CancelledError:
                 reasons.append(ctx.reason)
-                rival_led_first.append(rival_led.is_set())
                 raise
 
-        async with aio.LeaderSelector(leader_client, PATH, take_leadership):
+        async with aio.LeaderSelector(leader_client, PATH, take_leadership) as selector:
             await asyncio.wait_for(entered.wait(), 10)
             rival.start()
             await asyncio.to_thread(wait_for_children, rival_client, PATH, 2)
             await asyncio.to_thread(expire_session, leader_client)
-            await asyncio.to_thread(rival_led.wait, 20)
+            assert await asyncio.to_thread(rival_led.wait, 20)
+            await asyncio.to_thread(wait_until, lambda: reasons, "our term cancelled", 20)
+            assert not selector.has_leadership()
         assert reasons in (["LOST"], ["SUSPENDED"])  # the expiry, or the cut before it
-        assert rival_led_first == [False]
 
     try:
         asyncio.run(main())
