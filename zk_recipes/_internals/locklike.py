@@ -10,13 +10,16 @@ timeout=None) -> bool`` and ``release()`` as ``threading.Lock`` has them,
 ``LockVerbs`` derives the context forms from acquire/release: ``with lock:``
 (waits as long as it takes) and ``with lock.acquired(timeout):``, which
 raises LockTimeout because a ``with`` block cannot return False.
+``AsyncLockVerbs`` is its twin for the asyncio forms (``zk_recipes.aio``):
+``async with lock:`` and ``async with lock.acquired(timeout):``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from zk_recipes._errors import LockTimeout
@@ -36,6 +39,17 @@ class _AcquireRelease(Protocol):
 
 
 _L = TypeVar("_L", bound=_AcquireRelease)
+
+
+class _AsyncAcquireRelease(Protocol):
+    """What ``AsyncLockVerbs`` needs of the class it is mixed into."""
+
+    async def acquire(self, timeout: float | None = None, *, blocking: bool = True) -> bool: ...
+
+    async def release(self) -> None: ...
+
+
+_A = TypeVar("_A", bound=_AsyncAcquireRelease)
 
 
 class LockLike(Protocol):
@@ -114,6 +128,32 @@ class LockVerbs:
             yield self
         finally:
             self.release()
+
+
+class AsyncLockVerbs:
+    """Mixin: ``LockVerbs`` for the asyncio forms, from their ``acquire`` and ``release``."""
+
+    async def __aenter__(self: _A) -> _A:
+        await self.acquire()
+        return self
+
+    async def __aexit__(
+        self: _AsyncAcquireRelease,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.release()
+
+    @contextlib.asynccontextmanager
+    async def acquired(self: _A, timeout: float | None = None) -> AsyncIterator[_A]:
+        """``async with lock.acquired(timeout=5):`` — LockTimeout if not acquired in time."""
+        if not await self.acquire(timeout=timeout):
+            raise LockTimeout(f"{self!r} not acquired within {timeout:g} s")
+        try:
+            yield self
+        finally:
+            await self.release()
 
 
 def _label(recipe: object) -> str:

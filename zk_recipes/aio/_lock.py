@@ -14,15 +14,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
-from types import TracebackType
 from typing import ClassVar
 
 from zk_recipes import _metrics
 from zk_recipes._client.client import ZkClient
 from zk_recipes._deadline import acquire_deadline, remaining
-from zk_recipes._errors import LockTimeout, RecipeUsageError
+from zk_recipes._errors import RecipeUsageError
 from zk_recipes._internals.cancellation import Cancellation
+from zk_recipes._internals.locklike import AsyncLockVerbs
 from zk_recipes._locks.lock import (
     LOCK_KIND,
     RLOCK_KIND,
@@ -55,7 +54,7 @@ async def _gate_within(gate: asyncio.Lock, timeout: float | None) -> bool:
     return False
 
 
-class Lock:
+class Lock(AsyncLockVerbs):
     """A fair, fenced, loss-aware distributed lock for asyncio code; Lock's twin.
 
     ``aio.Lock(client, "/locks/report", identifier=None)`` queues with every
@@ -225,28 +224,6 @@ class Lock:
         let_go = inner._let_go()
         if let_go is not None:
             await self._leave(let_go)
-
-    async def __aenter__(self) -> Lock:
-        await self.acquire()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.release()
-
-    @contextlib.asynccontextmanager
-    async def acquired(self, timeout: float | None = None) -> AsyncIterator[Lock]:
-        """``async with lock.acquired(timeout=5):``; LockTimeout if not acquired in time."""
-        if not await self.acquire(timeout=timeout):
-            raise LockTimeout(f"{self!r} not acquired within {timeout:g} s")
-        try:
-            yield self
-        finally:
-            await self.release()
 
     # -- while held (never blocking) ----------------------------------------------
     def is_held(self) -> bool:

@@ -17,20 +17,18 @@ half is refused at once (it would wait for its own read node forever).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import weakref
-from collections.abc import AsyncIterator
-from types import TracebackType
 from typing import ClassVar
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
 from zk_recipes._client.steps import Call, Steps
-from zk_recipes._errors import LockTimeout, RecipeUsageError
+from zk_recipes._errors import RecipeUsageError
 from zk_recipes._internals.args import optional_str, require_client
 from zk_recipes._internals.cancellation import Cancellation
 from zk_recipes._internals.contenders import Entry
+from zk_recipes._internals.locklike import AsyncLockVerbs
 from zk_recipes._locks.lock import LockStatistics, MutexKind, _Hold, _Mutex
 from zk_recipes._locks.rwlock import READ_KIND, WRITE_KIND, _ReadPart
 from zk_recipes.aio._lock import Lock
@@ -100,7 +98,7 @@ class _ReadShare(Lock):
         return _TaskReadPart(self._read_lock)
 
 
-class ReadLock:
+class ReadLock(AsyncLockVerbs):
     """The shared half of an ``aio.ReadWriteLock`` (``rw.read_lock``): a node per holding task.
 
     Tasks share it, each with its own node; a task that asks after a writer
@@ -171,28 +169,6 @@ class ReadLock:
             await share.release()
         finally:
             self._discard_if_idle(share)
-
-    async def __aenter__(self) -> ReadLock:
-        await self.acquire()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.release()
-
-    @contextlib.asynccontextmanager
-    async def acquired(self, timeout: float | None = None) -> AsyncIterator[ReadLock]:
-        """``async with rw.read_lock.acquired(timeout=5):``; LockTimeout if not in time."""
-        if not await self.acquire(timeout=timeout):
-            raise LockTimeout(f"{self!r} not acquired within {timeout:g} s")
-        try:
-            yield self
-        finally:
-            await self.release()
 
     def is_held(self) -> bool:
         """True while this task holds the read lock for sure (not in doubt, not lost)."""

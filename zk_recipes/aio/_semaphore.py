@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from types import TracebackType
 from typing import ClassVar
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
 from zk_recipes._deadline import acquire_deadline, remaining
-from zk_recipes._errors import ConfigurationError, LockTimeout, RecipeUsageError, WrongTypeError
+from zk_recipes._errors import ConfigurationError, RecipeUsageError, WrongTypeError
 from zk_recipes._internals.cancellation import Cancellation
 from zk_recipes._internals.contenders import Entry
+from zk_recipes._internals.locklike import AsyncLockVerbs
 from zk_recipes._locks.lease import Lease, SemaphoreStatistics
 from zk_recipes._locks.lock import INNER_LOCK_KIND, LockStatistics, MutexKind
 from zk_recipes._locks.semaphore import (
@@ -52,7 +51,7 @@ class _InternalMutex(Lock):
     _KIND: ClassVar[MutexKind] = INNER_LOCK_KIND
 
 
-class Semaphore:
+class Semaphore(AsyncLockVerbs):
     """A counting semaphore for asyncio code: at most ``max_leases`` holders; Semaphore's twin.
 
     ``aio.Semaphore(client, "/pools/db", max_leases=5)``: ``async with sem:``
@@ -167,28 +166,6 @@ class Semaphore:
                 sync._detach(lease)
             await run_awaited(sync._delete_lease_steps(lease), Cancellation())
 
-    async def __aenter__(self) -> Semaphore:
-        await self.acquire()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.release()
-
-    @contextlib.asynccontextmanager
-    async def acquired(self, timeout: float | None = None) -> AsyncIterator[Semaphore]:
-        """``async with sem.acquired(timeout=5):``; LockTimeout if no lease in time."""
-        if not await self.acquire(timeout=timeout):
-            raise LockTimeout(f"{self!r}: no lease within {timeout:g} s")
-        try:
-            yield self
-        finally:
-            await self.release()
-
     # -- while held (never blocking) ----------------------------------------------
     def is_held(self) -> bool:
         """True while this object holds at least one lease for sure."""
@@ -223,7 +200,7 @@ class Semaphore:
         return "<aio." + repr(self._sync)[1:]
 
 
-class SemaphoreMutex:
+class SemaphoreMutex(AsyncLockVerbs):
     """A non-re-entrant lock for asyncio code: a Semaphore with one lease; SemaphoreMutex's twin.
 
     Curator's InterProcessSemaphoreMutex on the same path excludes it. Each
@@ -255,18 +232,6 @@ class SemaphoreMutex:
     async def release(self) -> None:
         """Release the lock (any task may)."""
         await self._semaphore.release()
-
-    async def __aenter__(self) -> SemaphoreMutex:
-        await self.acquire()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.release()
 
     def is_held(self) -> bool:
         """True while held for sure (not in doubt, not lost)."""
