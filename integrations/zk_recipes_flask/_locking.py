@@ -68,8 +68,10 @@ from zk_recipes.frameworks import (
     LockPlan,
     LockTarget,
     OnUnavailable,
+    check_identifier,
     check_on_busy,
     check_on_unavailable,
+    lock_block,
     locked_call,
 )
 from zk_recipes_flask._state import AppState
@@ -229,8 +231,7 @@ def locked(
     wait = LockTarget.check_timeout(timeout)
     check_on_busy(on_busy)
     check_on_unavailable(on_unavailable)
-    if identifier is not None:
-        _check_identifier(identifier)
+    check_identifier(identifier)
 
     def decorate(func: Callable[P, R]) -> Callable[P, R]:
         if not callable(func):
@@ -296,24 +297,14 @@ def lock(
     where: str = "?",
 ) -> LockedBlock[Any]:
     """``ZkRecipes.lock``: see its docstring."""
-    if not isinstance(name, str):
-        raise WrongTypeError(f"zk.lock() needs a lock name, like zk.lock('nightly'), got {name!r}")
-    wait = LockTarget.check_timeout(timeout)
-    if callable(on_unavailable):
-        raise WrongTypeError(
-            'zk.lock(on_unavailable=) is a status (like 503), "raise" or "run": a block '
-            "has no function to call in its place"
-        )
-    check_on_unavailable(on_unavailable)
-    if identifier is not None:
-        _check_identifier(identifier)
-    return LockedBlock(
-        functools.partial(_target, state_of, name, identifier, wait),
+    return lock_block(
+        functools.partial(_target, state_of),
         _held,
-        where,
-        label=f"zk.lock {name!r}",
-        call="zk.lock()",
+        name,
+        timeout=timeout,
         on_unavailable=on_unavailable,
+        identifier=identifier,
+        where=where,
         unavailable=_unavailable_error,
     )
 
@@ -368,8 +359,3 @@ def _attach_to_g(args: Sequence[Any]) -> Callable[[HeldLock], Callable[[], None]
         return detach
 
     return attach
-
-
-def _check_identifier(value: object) -> None:
-    if not isinstance(value, str) or not value:
-        raise WrongTypeError(f"identifier must be a non-empty string, got {value!r}")

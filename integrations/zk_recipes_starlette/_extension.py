@@ -204,7 +204,7 @@ class ZkRecipes:
         """
         caller = sys._getframe(1)
         where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
-        return _locking.lock_block(
+        return _locking.block(
             self.state.make_target,
             name,
             timeout=timeout,

@@ -33,7 +33,6 @@ Shared with the other faces through the kit: ``LockPlan`` / ``locked_call``
 
 from __future__ import annotations
 
-import functools
 import inspect
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -59,8 +58,10 @@ from zk_recipes.frameworks import (
     LockPlan,
     LockTarget,
     OnUnavailable,
+    check_identifier,
     check_on_busy,
     check_on_unavailable,
+    lock_block,
     locked_call,
     qualified_name,
 )
@@ -223,7 +224,7 @@ def locked(
     wait = LockTarget.check_timeout(timeout)
     check_on_busy(on_busy)
     check_on_unavailable(on_unavailable)
-    _check_identifier(identifier)
+    check_identifier(identifier)
 
     def decorate(func: Callable[P, R]) -> Callable[P, R]:
         if not callable(func):
@@ -247,7 +248,7 @@ def locked(
     return decorate
 
 
-def lock_block(
+def block(
     make_target: MakeTarget,
     name: str,
     *,
@@ -256,24 +257,15 @@ def lock_block(
     identifier: str | None = None,
     where: str = "?",
 ) -> LockedBlock[Any]:
-    """``ZkRecipes.lock``: see its docstring."""
-    if not isinstance(name, str):
-        raise WrongTypeError(f"zk.lock() needs a lock name, like zk.lock('nightly'), got {name!r}")
-    wait = LockTarget.check_timeout(timeout)
-    if callable(on_unavailable):
-        raise WrongTypeError(
-            'zk.lock(on_unavailable=) is a status (like 503), "raise" or "run": a block '
-            "has no function to call in its place"
-        )
-    check_on_unavailable(on_unavailable)
-    _check_identifier(identifier)
-    return LockedBlock(
-        functools.partial(make_target, name, identifier, wait),
+    """``ZkRecipes.lock`` and the dependency's hold: the kit's block with this face's answers."""
+    return lock_block(
+        make_target,
         _held,
-        where,
-        label=f"zk.lock {name!r}",
-        call="zk.lock()",
+        name,
+        timeout=timeout,
         on_unavailable=on_unavailable,
+        identifier=identifier,
+        where=where,
         unavailable=_unavailable_error,
     )
 
@@ -316,14 +308,14 @@ def zk_lock(
             'zk_lock(on_unavailable=) is a status (like 503), "raise" or "run", got a callable'
         )
     check_on_unavailable(on_unavailable)
-    _check_identifier(identifier)
+    check_identifier(identifier)
 
     async def hold_lock(request: Request) -> AsyncIterator[aio.Lock | None]:
         state = state_of(request.app)
         rendered = template.render((), request.path_params)
         endpoint = request.scope.get("endpoint")
         where = qualified_name(endpoint) if endpoint is not None else template.where
-        block = lock_block(
+        held = block(
             state.make_target,
             rendered,
             timeout=wait,
@@ -332,7 +324,7 @@ def zk_lock(
             where=where,
         )
         try:
-            lock = await block.__aenter__()
+            lock = await held.__aenter__()
         except LockBusy:
             raise
         except LockTimeout as exc:  # not acquired in time: the route answers busy
@@ -340,12 +332,7 @@ def zk_lock(
         try:
             yield lock
         finally:
-            await block.__aexit__(None, None, None)
+            await held.__aexit__(None, None, None)
 
     hold_lock.__qualname__ = f"zk_lock({name!r})"
     return hold_lock
-
-
-def _check_identifier(value: object) -> None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise WrongTypeError(f"identifier must be a non-empty string, got {value!r}")

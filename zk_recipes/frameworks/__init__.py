@@ -23,9 +23,11 @@ rest is here, once:
   ``release_lock_async``; ``HeldLock`` is either.
 - **The decorated call and the block.** ``LockPlan`` + ``locked_call`` (hold,
   run, release in ``finally``; a busy answer from the face),
-  ``LockedBlock`` (``with`` / ``async with``), ``HeldLocks`` (the innermost
+  ``LockedBlock`` (``with`` / ``async with``; ``lock_block``: a face's
+  ``zk.lock(name)`` with its arguments checked), ``HeldLocks`` (the innermost
   held lock of this thread or task, for ``current_lock()``, and the warning
-  when a lock was lost while a function held it), ``check_on_busy``.
+  when a lock was lost while a function held it), ``check_on_busy``,
+  ``check_identifier``.
 - **Outages.** ``UnavailableError`` is not "busy": ``on_unavailable``
   (``OnUnavailable``, ``check_on_unavailable``) picks a status (503 with
   ``Retry-After: RETRY_AFTER``), "raise", "run" (``ran_unguarded`` warns)
@@ -108,8 +110,10 @@ from zk_recipes.frameworks._locked_calls import (
     LockedBlock as LockedBlock,
     LockPlan as LockPlan,
     OnUnavailable as OnUnavailable,
+    check_identifier as check_identifier,
     check_on_busy as check_on_busy,
     check_on_unavailable as check_on_unavailable,
+    lock_block as lock_block,
     locked_call as locked_call,
     ran_unguarded as ran_unguarded,
 )
@@ -159,6 +163,7 @@ __all__ = [
     "ServiceSpec",
     "bind_arguments",
     "check_dependencies",
+    "check_identifier",
     "check_on_busy",
     "check_on_unavailable",
     "check_schedule",
@@ -168,6 +173,7 @@ __all__ = [
     "crontab_schedule",
     "health_report",
     "leader_path",
+    "lock_block",
     "lock_path",
     "locked_call",
     "marker_task_id",

@@ -131,6 +131,12 @@ def check_on_unavailable(on_unavailable: object, *, statuses: bool = True) -> No
     raise WrongTypeError(f"on_unavailable must be {choices}, got {on_unavailable!r}")
 
 
+def check_identifier(value: object) -> None:
+    """None (the face names the holder), or a non-empty string; WrongTypeError otherwise."""
+    if value is not None and (not isinstance(value, str) or not value):
+        raise WrongTypeError(f"identifier must be a non-empty string, got {value!r}")
+
+
 def ran_unguarded(log: logging.Logger, where: str, exc: UnavailableError) -> None:
     """The warning of an ``on_unavailable="run"`` call: it ran without its lock."""
     log.warning(
@@ -362,6 +368,45 @@ class LockedBlock(Generic[L]):
         return f"<{self._label} {state}>"
 
 
+def lock_block(
+    make_target: Callable[[str, str | None, float | None], LockTarget],
+    held: HeldLocks,
+    name: object,
+    *,
+    timeout: object,
+    on_unavailable: object,
+    identifier: object,
+    where: str,
+    unavailable: Callable[[int, UnavailableError], BaseException] | None = None,
+) -> LockedBlock[Any]:
+    """A face's ``zk.lock(name)`` block, its arguments checked with fix-it errors.
+
+    ``make_target(name, identifier, timeout)`` gives the block's ``LockTarget``
+    at the enter; ``on_unavailable`` is a status (``unavailable`` turns it into
+    the face's error), "raise" or "run", never a callable (a block has no
+    function to answer in its place).
+    """
+    if not isinstance(name, str):
+        raise WrongTypeError(f"zk.lock() needs a lock name, like zk.lock('nightly'), got {name!r}")
+    wait = LockTarget.check_timeout(timeout)
+    if callable(on_unavailable):
+        raise WrongTypeError(
+            'zk.lock(on_unavailable=) is a status (like 503), "raise" or "run": a block '
+            "has no function to call in its place"
+        )
+    check_on_unavailable(on_unavailable)
+    check_identifier(identifier)
+    return LockedBlock(
+        functools.partial(make_target, name, cast("str | None", identifier), wait),
+        held,
+        where,
+        label=f"zk.lock {name!r}",
+        call="zk.lock()",
+        on_unavailable=cast('int | Literal["raise", "run"]', on_unavailable),
+        unavailable=unavailable,
+    )
+
+
 __all__ = [
     "RETRY_AFTER",
     "Attach",
@@ -371,8 +416,10 @@ __all__ = [
     "LockPlan",
     "LockedBlock",
     "OnUnavailable",
+    "check_identifier",
     "check_on_busy",
     "check_on_unavailable",
+    "lock_block",
     "locked_call",
     "ran_unguarded",
 ]
