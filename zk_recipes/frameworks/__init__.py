@@ -102,18 +102,20 @@ from zk_recipes.frameworks._lock_target import (
     LockTarget as LockTarget,
     release_lock_async as release_lock_async,
 )
+from zk_recipes.frameworks._locked_blocks import (
+    LockedBlock as LockedBlock,
+    lock_block as lock_block,
+)
 from zk_recipes.frameworks._locked_calls import (
     RETRY_AFTER as RETRY_AFTER,
     Attach as Attach,
     HeldLocks as HeldLocks,
     Holding as Holding,
-    LockedBlock as LockedBlock,
     LockPlan as LockPlan,
     OnUnavailable as OnUnavailable,
     check_identifier as check_identifier,
     check_on_busy as check_on_busy,
     check_on_unavailable as check_on_unavailable,
-    lock_block as lock_block,
     locked_call as locked_call,
     ran_unguarded as ran_unguarded,
 )
