@@ -184,3 +184,19 @@ class AioSemaphoreMutexFromThreads(AioLockFromThreads):
 
     def _sync_twin(self) -> Any:
         return SemaphoreMutex(self._client, self.path)
+
+
+class AioMultiLockFromThreads(AioLockFromThreads):
+    """``aio.MultiLock([aio.Lock])`` behind the LockLike contract (its member's node and queue)."""
+
+    @staticmethod
+    async def _make(client: ZkClient, path: str) -> Any:
+        return aio.MultiLock([aio.Lock(client, path)])
+
+    def _sync_side(self) -> Any:
+        return self._lock.locks[0]._inner  # the member's hold, shared with the sync Lock
+
+    @property
+    def node(self) -> str | None:
+        node: str | None = self._lock.locks[0].node
+        return node

@@ -18,6 +18,7 @@ import pytest
 
 from tests.aio.from_threads import (
     AioLockFromThreads,
+    AioMultiLockFromThreads,
     AioSemaphoreMutexFromThreads,
     AioWriteLockFromThreads,
 )
@@ -52,6 +53,7 @@ FACTORIES: dict[str, Factory] = {
     "aio.Lock": AioLockFromThreads,
     "aio.ReadWriteLock.write_lock": AioWriteLockFromThreads,
     "aio.SemaphoreMutex": AioSemaphoreMutexFromThreads,
+    "aio.MultiLock([aio.Lock])": AioMultiLockFromThreads,
 }
 
 

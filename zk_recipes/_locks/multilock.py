@@ -28,13 +28,14 @@ every acquisition.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 import logging
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, final
 
 from zk_recipes._deadline import acquire_deadline
 from zk_recipes._errors import ConfigurationError, RecipeUsageError, WrongTypeError
@@ -44,6 +45,8 @@ from zk_recipes._types import Contender
 
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+    from zk_recipes._client.client import ZkClient
 
 log = logging.getLogger("zk_recipes.lock")
 
@@ -95,13 +98,72 @@ def _dispatch_loss(member: PathLock) -> None:
         multi._member_lost(member)
 
 
-def full_path(lock: PathLock) -> str:
+class _OnPath(Protocol):
+    """What the global order reads of a member (a sync or an asyncio lock)."""
+
+    @property
+    def client(self) -> ZkClient: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def acquire(self) -> Callable[..., object]: ...
+
+
+_M = TypeVar("_M", bound=_OnPath)
+
+
+def full_path(lock: _OnPath) -> str:
     """The member's path on the server: the client's namespace + the path."""
     return lock.client.namespace + lock.path
 
 
-def _order_key(lock: PathLock) -> tuple[str, str]:
+def _order_key(lock: _OnPath) -> tuple[str, str]:
     return full_path(lock), lock.client.connect_string
+
+
+def ordered_members(
+    locks: Iterable[_M], *, kind: str, needs: tuple[str, ...], awaited: bool
+) -> tuple[_M, ...]:
+    """A MultiLock's members in the one global order, checked (the sync and asyncio forms').
+
+    ``needs``: the attributes a member must have; ``awaited``: members' acquire
+    is a coroutine (``aio.MultiLock``) or not (``MultiLock``): a mix is refused
+    with the form to use, where it would otherwise fail at the first acquire.
+    """
+    members = list(locks)
+    if not members:
+        raise ConfigurationError(f"{kind} needs at least one lock")
+    for lock in members:
+        if type(lock).__name__ == "MultiLock":
+            raise WrongTypeError(f"{kind} members cannot be MultiLocks: pass their locks instead")
+        if callable(getattr(lock, "acquire", None)) and (
+            inspect.iscoroutinefunction(lock.acquire) is not awaited
+        ):
+            other = "a sync" if awaited else "an asyncio"
+            use = "MultiLock" if awaited else "zk_recipes.aio.MultiLock"
+            raise WrongTypeError(
+                f"{lock!r} is {other} lock: {kind} takes "
+                f"{'asyncio' if awaited else 'sync'} locks only; use {use} for those"
+            )
+        # dir(), not hasattr: a property such as a read lock's ``lost`` is not read here.
+        have = set(dir(lock))
+        missing = [name for name in needs if name not in have]
+        if missing:
+            raise WrongTypeError(
+                f"{kind} members must be lock-like recipes (Lock, RLock, ReadWriteLock halves, "
+                f"Semaphore, SemaphoreMutex{' of zk_recipes.aio' if awaited else ''}); "
+                f"{lock!r} lacks {', '.join(missing)}"
+            )
+    ordered = sorted(members, key=_order_key)
+    for first, second in itertools.pairwise(ordered):
+        if _order_key(first) == _order_key(second):
+            raise ConfigurationError(
+                f"{first!r} and {second!r} are on the same path {full_path(first)!r}: "
+                f"a {kind} would wait for itself; list each lock once"
+            )
+    return tuple(ordered)
 
 
 @final
@@ -121,34 +183,12 @@ class MultiLock(LockVerbs):
     _kind = "MultiLock"
 
     def __init__(self, locks: Iterable[PathLock]) -> None:
-        members = list(locks)
-        if not members:
-            raise ConfigurationError("MultiLock needs at least one lock")
-        for lock in members:
-            member: object = lock
-            if isinstance(member, MultiLock):
-                raise WrongTypeError(
-                    "MultiLock members cannot be MultiLocks: pass their locks instead"
-                )
-            missing = [
-                name
-                for name in ("acquire", "release", "is_held", "on_lost", "client", "path")
-                if not hasattr(lock, name)
-            ]
-            if missing:
-                raise WrongTypeError(
-                    f"MultiLock members must be lock-like recipes (Lock, RLock, "
-                    f"ReadWriteLock halves, Semaphore, SemaphoreMutex); {lock!r} lacks "
-                    f"{', '.join(missing)}"
-                )
-        ordered = sorted(members, key=_order_key)
-        for first, second in itertools.pairwise(ordered):
-            if _order_key(first) == _order_key(second):
-                raise ConfigurationError(
-                    f"{first!r} and {second!r} are on the same path {full_path(first)!r}: "
-                    "a MultiLock would wait for itself; list each lock once"
-                )
-        self._locks = tuple(ordered)
+        self._locks = ordered_members(
+            locks,
+            kind="MultiLock",
+            needs=("acquire", "release", "is_held", "on_lost", "client", "path"),
+            awaited=False,
+        )
         self._guard = threading.Lock()
         self._holders: dict[int, str] = {}
         self._loss: LossSignal[Any] = LossSignal(self, "MultiLock")

@@ -16,6 +16,7 @@ from zk_recipes.aio._cache import CacheEvents
 from zk_recipes.aio._drive import POOL_THREADS
 from zk_recipes.aio._leader import LeaderLatch
 from zk_recipes.aio._lock import Lock, RLock
+from zk_recipes.aio._multilock import MultiLock
 from zk_recipes.aio._rwlock import ReadLock, ReadWriteLock, WriteLock
 from zk_recipes.aio._selector import LeaderSelector
 from zk_recipes.aio._semaphore import Semaphore, SemaphoreMutex
@@ -29,6 +30,7 @@ __all__ = [
     "LeaderLatch",
     "LeaderSelector",
     "Lock",
+    "MultiLock",
     "RLock",
     "ReadLock",
     "ReadWriteLock",

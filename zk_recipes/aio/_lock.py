@@ -32,6 +32,7 @@ from zk_recipes._locks.lock import (
 )
 from zk_recipes.aio import _keeper
 from zk_recipes.aio._drive import run_awaited
+from zk_recipes.aio._loss import LossEvent
 
 
 async def _gate_within(gate: asyncio.Lock, timeout: float | None) -> bool:
@@ -84,7 +85,7 @@ class Lock(AsyncLockVerbs):
         self.path = self._inner.path
         self._loop: asyncio.AbstractEventLoop | None = None
         self._gate: asyncio.Lock | None = None
-        self._lost: asyncio.Event | None = None
+        self._lost: LossEvent | None = None
         self._inner.on_lost(self._heard_lost)
 
     def _make_inner(self, client: ZkClient, path: str, identifier: str | None) -> _Mutex:
@@ -96,7 +97,7 @@ class Lock(AsyncLockVerbs):
         """The local gate and the loss event, on the loop this object serves."""
         loop = asyncio.get_running_loop()
         if self._gate is None or self._lost is None:
-            self._loop, self._gate, self._lost = loop, asyncio.Lock(), asyncio.Event()
+            self._loop, self._gate, self._lost = loop, asyncio.Lock(), LossEvent()
         elif self._loop is not loop:
             raise RecipeUsageError(
                 f"{self!r} serves the event loop it was first used on; make one aio.Lock "

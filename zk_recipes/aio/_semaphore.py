@@ -35,6 +35,7 @@ from zk_recipes._locks.semaphore import (
 )
 from zk_recipes.aio._drive import run_awaited
 from zk_recipes.aio._lock import Lock
+from zk_recipes.aio._loss import LossEvent
 
 
 def _task_id() -> int:
@@ -77,13 +78,13 @@ class Semaphore(AsyncLockVerbs):
             client, _paths.join(self.path, LOCKS_DIR), identifier=identifier
         )
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._lost: asyncio.Event | None = None
+        self._lost: LossEvent | None = None
         self._sync.on_lost(self._heard_lost)
 
     def _bind(self) -> asyncio.Event:
         loop = asyncio.get_running_loop()
         if self._lost is None:
-            self._loop, self._lost = loop, asyncio.Event()
+            self._loop, self._lost = loop, LossEvent()
         elif self._loop is not loop:
             raise RecipeUsageError(
                 f"{self!r} serves the event loop it was first used on; make one per loop"
