@@ -446,6 +446,74 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+class RetryRun:
+    """One retry loop's bookkeeping: after each failure, how long to sleep, or why to stop.
+
+    Written once for the two loops that sleep differently: ``retry`` below
+    (the sync calls', asleep on the calling thread) and the recipes' steps
+    (``_internals/retry_steps.py``, whose back-off a coroutine awaits).
+    """
+
+    __slots__ = ("_clock", "_deadline", "_on_retry", "_policy", "_start", "attempt")
+
+    def __init__(
+        self,
+        policy: RetryPolicy,
+        *,
+        deadline: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        on_retry: Callable[[int, BaseException, float], None] | None = None,
+    ) -> None:
+        if not isinstance(policy, RetryPolicy):
+            raise ConfigurationError(
+                f"retry: policy must be a RetryPolicy instance, got {policy!r}"
+            )
+        if deadline is not None and math.isnan(deadline):
+            raise ConfigurationError("retry: deadline must be None or a clock() time, got nan")
+        self._policy = policy
+        self._deadline = deadline
+        self._clock = clock
+        self._on_retry = on_retry
+        self._start = clock()
+        #: Retries so far, from 0 as in ``RetryPolicy.sleep_for``.
+        self.attempt = 0
+
+    def delay_after(self, exc: Exception) -> float:
+        """Seconds to sleep before the next try after ``exc`` (a retryable failure).
+
+        Raises ZkTimeoutError from it at or past the deadline (checked before
+        the policy), RetriesExhaustedError when the policy gives up.
+        """
+        policy, attempt, deadline = self._policy, self.attempt, self._deadline
+        now = self._clock()
+        elapsed = now - self._start
+        if deadline is not None and now >= deadline:
+            raise ZkTimeoutError(
+                f"retry deadline passed after {_attempts(attempt + 1)} in {elapsed:.3f} s:"
+                f" {_describe(exc)}"
+            ) from exc
+        delay = policy.sleep_for(attempt, elapsed)
+        if delay is None:
+            raise RetriesExhaustedError(
+                f"{policy!r} gave up after {_attempts(attempt + 1)} in {elapsed:.3f} s:"
+                f" {_describe(exc)}"
+            ) from exc
+        if not (delay >= 0 and math.isfinite(delay)):
+            raise ConfigurationError(
+                f"retry: {policy!r}.sleep_for({attempt}, {elapsed!r}) returned {delay!r};"
+                " it must return None or a finite number of seconds >= 0"
+            ) from exc
+        if deadline is not None:
+            delay = min(delay, deadline - now)
+        logger.debug(
+            "retry %d in %.3f s after %s (policy %r)", attempt, delay, _describe(exc), policy
+        )
+        if self._on_retry is not None:
+            self._on_retry(attempt, exc, delay)
+        self.attempt += 1
+        return delay
+
+
 def retry(
     policy: RetryPolicy,
     fn: Callable[[], T],
@@ -467,45 +535,15 @@ def retry(
     `on_retry(attempt, exc, seconds)` runs before each sleep, `attempt`
     counting retries from 0 as in `RetryPolicy.sleep_for`.
     """
-    if not isinstance(policy, RetryPolicy):
-        raise ConfigurationError(f"retry: policy must be a RetryPolicy instance, got {policy!r}")
-    if deadline is not None and math.isnan(deadline):
-        raise ConfigurationError("retry: deadline must be None or a clock() time, got nan")
-    start = clock()
-    attempt = 0
+    run = RetryRun(policy, deadline=deadline, clock=clock, on_retry=on_retry)
     while True:
         try:
             return fn()
         except Exception as exc:
             if not retryable(exc):
                 raise
-            now = clock()
-            elapsed = now - start
-            if deadline is not None and now >= deadline:
-                raise ZkTimeoutError(
-                    f"retry deadline passed after {_attempts(attempt + 1)} in {elapsed:.3f} s:"
-                    f" {_describe(exc)}"
-                ) from exc
-            delay = policy.sleep_for(attempt, elapsed)
-            if delay is None:
-                raise RetriesExhaustedError(
-                    f"{policy!r} gave up after {_attempts(attempt + 1)} in {elapsed:.3f} s:"
-                    f" {_describe(exc)}"
-                ) from exc
-            if not (delay >= 0 and math.isfinite(delay)):
-                raise ConfigurationError(
-                    f"retry: {policy!r}.sleep_for({attempt}, {elapsed!r}) returned {delay!r};"
-                    " it must return None or a finite number of seconds >= 0"
-                ) from exc
-            if deadline is not None:
-                delay = min(delay, deadline - now)
-            logger.debug(
-                "retry %d in %.3f s after %s (policy %r)", attempt, delay, _describe(exc), policy
-            )
-            if on_retry is not None:
-                on_retry(attempt, exc, delay)
-            sleep(delay)
-            attempt += 1
+            delay = run.delay_after(exc)
+        sleep(delay)
 
 
 __all__ = [

@@ -8,12 +8,13 @@ under the test's namespace, so the peer gets ``zk_namespace + path``.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import struct
 import threading
 from collections.abc import Callable
 
-from zk_recipes import AtomicLong, SharedCount, VersionedValue, ZkClient
+from zk_recipes import AtomicLong, SharedCount, VersionedValue, ZkClient, aio
 from zk_recipes.testing import wait_until
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
@@ -170,3 +171,50 @@ def test_java_and_python_increments_add_up_exactly(
     assert counters[0].get() == total
     assert java_get(peer, "j") == total
     print(f"{total} increments; Java gave up {java_failures} times")
+
+
+def test_the_asyncio_counters_cross_with_java_byte_for_byte_and_add_up_with_it(
+    curator_peer_factory: PeerFactory,
+    zk_client_factory: ClientFactory,
+    zk_hosts: str,
+    zk_namespace: str,
+) -> None:
+    # aio.AtomicLong and aio.SharedCount drive the sync counters' steps: the same bytes
+    # and tries, with Java on the other side.
+    peer = curator_peer_factory(zk_hosts)
+    client = zk_client_factory()
+    full = f"{zk_namespace}/aio/long"
+    peer.call(f"atomiclong j {full}")
+    peer.call(f"sharedcount c {zk_namespace}/aio/count -2")
+
+    async def main() -> int:
+        ours = aio.AtomicLong(client, "/aio/long")
+        await ours.force_set(-42)
+        assert peer.call(f"getdata {full}") == "ffffffffffffffd6"
+        assert (await ours.increment()).post == -41
+        assert peer.call("add j 5") == "true -41 -36"
+        assert await ours.get() == -36
+
+        async def python_adds() -> None:
+            done = 0
+            while done < 100:
+                done += (await ours.increment()).succeeded
+
+        def java_adds() -> None:
+            done = 0
+            while done < 100:
+                done += peer.call("add j 1").split()[0] == "true"
+
+        await asyncio.wait_for(asyncio.gather(python_adds(), asyncio.to_thread(java_adds)), 50)
+        async with aio.SharedCount(client, "/aio/count", 99) as count:
+            assert count.get() == -2  # Java's seed
+            values = count.values()
+            peer.call("set c -123456")
+            assert await asyncio.wait_for(values.__anext__(), 10) == -123456
+            await count.set(-7)
+            peer.wait_event("c changed -7", timeout=10)
+            assert peer.call(f"getdata {zk_namespace}/aio/count") == "fffffff9"
+        return await ours.get()
+
+    assert asyncio.run(main()) == -36 + 200
+    assert java_get(peer, "j") == 164

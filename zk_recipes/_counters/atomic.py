@@ -34,6 +34,7 @@ from typing import ClassVar, NamedTuple, final
 
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
+from zk_recipes._client.steps import Call, Reply, Steps, run_blocking
 from zk_recipes._counters.encoding import check_int, decode, encode, wrap
 from zk_recipes._errors import (
     BadVersionError,
@@ -43,9 +44,12 @@ from zk_recipes._errors import (
     NoNodeError,
     SessionLost,
     WrongTypeError,
+    ZkRecipesError,
     ZkTimeoutError,
 )
 from zk_recipes._internals.args import require_client
+from zk_recipes._internals.retry_steps import request_steps
+from zk_recipes._internals.waits import Pause
 from zk_recipes._locks.lock import Lock
 from zk_recipes._retry import BoundedExponentialBackoffRetry, RetryNTimes, RetryPolicy
 from zk_recipes._types import ZnodeStat
@@ -150,8 +154,7 @@ class _AtomicNumber:
     # -- reads -----------------------------------------------------------
     def get(self) -> int:
         """The current value (0 when the node does not exist or is empty)."""
-        data, _ = self._read()
-        return self._decode(data)
+        return run_blocking(self._get_steps())
 
     # -- updates (optimistic, then promoted) -----------------------------
     def increment(self) -> AtomicValue:
@@ -175,114 +178,152 @@ class _AtomicNumber:
 
     def compare_and_set(self, expected: int, value: int) -> AtomicValue:
         """One try: write ``value`` if the counter is ``expected`` (a missing node counts as 0)."""
-        check_int(expected, self._bits, "expected")
-        check_int(value, self._bits, "value")
-        started = time.monotonic()
-        data, stat = self._read()
-        pre = self._decode(data)
-        ok = pre == expected and self._write(stat, value)
-        stats = AtomicStats(optimistic_tries=1, optimistic_time=time.monotonic() - started)
-        return AtomicValue(ok, pre, value if ok else pre, stats)
+        return run_blocking(self._compare_and_set_steps(expected, value))
 
     def force_set(self, value: int) -> None:
         """Write ``value`` unconditionally (creating the node if needed)."""
-        data = encode(check_int(value, self._bits, "value"), self._bits)
-        while True:
-            try:
-                self.client.retry(lambda: self.client.set(self.path, data))
-                return
-            except NoNodeError:
-                pass
-            try:
-                self.client.create(self.path, data, parents=True)
-                return
-            except NodeExistsError:
-                continue
+        run_blocking(self._force_set_steps(value))
 
     def initialize(self, value: int) -> bool:
         """Create the node with ``value`` if it does not exist; False if it does."""
-        data = encode(check_int(value, self._bits, "value"), self._bits)
-        return self._send(lambda: self._create(data))
+        return run_blocking(self._initialize_steps(value))
 
     def __repr__(self) -> str:
         promoted = f" promoted={self.promote_to_lock.lock_path}" if self.promote_to_lock else ""
         return f"<{self._kind} {self.path}{promoted}>"
 
-    # -- internals -------------------------------------------------------
+    # -- the steps (run blocking above, awaited by aio.AtomicLong) --------
     def _decode(self, data: bytes) -> int:
         return decode(data, self._bits, self.path, empty_is_zero=True)
 
-    def _read(self) -> tuple[bytes, ZnodeStat | None]:
+    def _get_steps(self) -> Steps[int]:
+        data, _ = yield from self._read_steps()
+        return self._decode(data)
+
+    def _compare_and_set_steps(self, expected: int, value: int) -> Steps[AtomicValue]:
+        check_int(expected, self._bits, "expected")
+        check_int(value, self._bits, "value")
+        started = time.monotonic()
+        data, stat = yield from self._read_steps()
+        pre = self._decode(data)
+        ok = pre == expected and (yield from self._write_steps(stat, value))
+        stats = AtomicStats(optimistic_tries=1, optimistic_time=time.monotonic() - started)
+        return AtomicValue(ok, pre, value if ok else pre, stats)
+
+    def _read_steps(self) -> Steps[tuple[bytes, ZnodeStat | None]]:
+        client = self.client
         try:
-            return self.client.retry(lambda: self.client.get(self.path))
+            return (yield from request_steps(client, lambda: client.get_async(self.path)))
         except NoNodeError:
             return b"", None
 
     def _update(self, compute: Callable[[int], int]) -> AtomicValue:
+        first = run_blocking(self._optimistic_steps(compute))
+        promoted = self._promotion(first)
+        if promoted is None or self._lock is None:
+            return first
         started = time.monotonic()
-        result, tries = self._tries(compute, self.retry_policy)
-        optimistic_time = time.monotonic() - started
-        stats = AtomicStats(optimistic_tries=tries, optimistic_time=optimistic_time)
-        if result.succeeded or self._lock is None or self.promote_to_lock is None:
-            return AtomicValue(result.succeeded, result.pre, result.post, stats)
-        promoted = self.promote_to_lock
-        started = time.monotonic()
-        promoted_tries = 0
+        result: tuple[_Try, int] | None = None
         if self._lock.acquire(timeout=promoted.timeout):
             try:
-                result, promoted_tries = self._tries(compute, promoted.retry_policy)
+                result = run_blocking(self._tries_steps(compute, promoted.retry_policy))
             finally:
                 self._lock.release()
+        return self._promoted_value(first, result, started)
+
+    def _optimistic_steps(self, compute: Callable[[int], int]) -> Steps[AtomicValue]:
+        """The tries under the counter's policy (each driver then holds its own kind of Lock
+        around the promoted tries: ``_promotion``, ``_tries_steps``, ``_promoted_value``)."""
+        started = time.monotonic()
+        result, tries = yield from self._tries_steps(compute, self.retry_policy)
+        stats = AtomicStats(optimistic_tries=tries, optimistic_time=time.monotonic() - started)
+        return AtomicValue(result.succeeded, result.pre, result.post, stats)
+
+    def _promotion(self, first: AtomicValue) -> PromotedToLock | None:
+        """The promotion to go through after ``first``, the optimistic tries' value; None: done."""
+        return None if first.succeeded else self.promote_to_lock
+
+    @staticmethod
+    def _promoted_value(
+        first: AtomicValue, promoted: tuple[_Try, int] | None, started: float
+    ) -> AtomicValue:
+        """The update's value: the promoted tries' (None: the lock was not had in time)."""
+        result = promoted[0] if promoted else _Try(first.succeeded, first.pre, first.post)
         stats = dataclasses.replace(
-            stats, promoted_tries=promoted_tries, promoted_time=time.monotonic() - started
+            first.stats,
+            promoted_tries=promoted[1] if promoted else 0,
+            promoted_time=time.monotonic() - started,
         )
         return AtomicValue(result.succeeded, result.pre, result.post, stats)
 
-    def _tries(self, compute: Callable[[int], int], policy: RetryPolicy) -> tuple[_Try, int]:
+    def _tries_steps(
+        self, compute: Callable[[int], int], policy: RetryPolicy
+    ) -> Steps[tuple[_Try, int]]:
         started = time.monotonic()
         attempt = 0
         while True:
-            result = self._try_once(compute)
-            if result.succeeded:
-                return result, attempt + 1
+            data, stat = yield from self._read_steps()
+            pre = self._decode(data)
+            post = wrap(compute(pre), self._bits)
+            if (yield from self._write_steps(stat, post)):
+                return _Try(True, pre, post), attempt + 1
             delay = policy.sleep_for(attempt, time.monotonic() - started)
             if delay is None:
-                return result, attempt + 1
-            time.sleep(delay)
+                return _Try(False, pre, pre), attempt + 1
+            yield Pause(self.client, delay, None)
             attempt += 1
 
-    def _try_once(self, compute: Callable[[int], int]) -> _Try:
-        data, stat = self._read()
-        pre = self._decode(data)
-        post = wrap(compute(pre), self._bits)
-        if self._write(stat, post):
-            return _Try(True, pre, post)
-        return _Try(False, pre, pre)
-
-    def _write(self, stat: ZnodeStat | None, value: int) -> bool:
+    def _write_steps(self, stat: ZnodeStat | None, value: int) -> Steps[bool]:
         """Versioned write of ``value`` over what ``stat`` described; False if it changed."""
         data = encode(value, self._bits)
-        if stat is None:
-            return self._send(lambda: self._create(data))
-        return self._send(lambda: self.client.set(self.path, data, stat.version))
+        try:
+            if stat is None:
+                yield Call(lambda: self._create(data))
+            else:
+                limit = self.client.settings.connection_timeout
+                yield Reply(self.client.set_async(self.path, data, stat.version), limit)
+            return True
+        except (BadVersionError, NodeExistsError, NoNodeError):
+            return False
+        except (ConnectionLostError, ZkTimeoutError, SessionLost) as exc:
+            raise self._outcome_unknown(exc) from exc
 
     def _create(self, data: bytes) -> object:
         # One attempt (parents made as needed): a resent create would meet its own
         # first copy as NodeExists.
         return self.client.create(self.path, data, parents=True, retry=False)
 
-    def _send(self, write: Callable[[], object]) -> bool:
+    def _force_set_steps(self, value: int) -> Steps[None]:
+        data = encode(check_int(value, self._bits, "value"), self._bits)
+        client = self.client
+        while True:
+            try:
+                yield from request_steps(client, lambda: client.set_async(self.path, data))
+                return
+            except NoNodeError:
+                pass
+            try:
+                yield Call(lambda: client.create(self.path, data, parents=True))
+                return
+            except NodeExistsError:
+                continue
+
+    def _initialize_steps(self, value: int) -> Steps[bool]:
+        data = encode(check_int(value, self._bits, "value"), self._bits)
         try:
-            write()
+            yield Call(lambda: self._create(data))
             return True
-        except (BadVersionError, NodeExistsError, NoNodeError):
+        except NodeExistsError:
             return False
         except (ConnectionLostError, ZkTimeoutError, SessionLost) as exc:
-            kind = SessionLost if isinstance(exc, SessionLost) else ConnectionLostError
-            raise kind(
-                f"{self._kind} {self.path}: the connection failed during a write, which may or "
-                "may not have been applied; read the value again before deciding what to do"
-            ) from exc
+            raise self._outcome_unknown(exc) from exc
+
+    def _outcome_unknown(self, exc: BaseException) -> ZkRecipesError:
+        kind = SessionLost if isinstance(exc, SessionLost) else ConnectionLostError
+        return kind(
+            f"{self._kind} {self.path}: the connection failed during a write, which may or "
+            "may not have been applied; read the value again before deciding what to do"
+        )
 
 
 @final

@@ -33,6 +33,7 @@ from typing import NamedTuple, final
 from zk_recipes import _paths
 from zk_recipes._client.client import ZkClient
 from zk_recipes._client.states import StateChange
+from zk_recipes._client.steps import Reply, Steps, run_blocking
 from zk_recipes._counters.encoding import check_int, decode, encode, is_newer
 from zk_recipes._errors import (
     BadVersionError,
@@ -49,6 +50,7 @@ from zk_recipes._errors import (
 )
 from zk_recipes._internals.args import require_client
 from zk_recipes._internals.lifecycle import Lifecycle
+from zk_recipes._internals.retry_steps import request_steps, retry_steps
 from zk_recipes._threads import SerialExecutor
 from zk_recipes._types import WatchEvent, ZnodeStat
 
@@ -111,7 +113,7 @@ class SharedCount:
             for _ in range(5):
                 with contextlib.suppress(NodeExistsError):
                     self.client.create(self.path, encode(self.seed, self._bits), parents=True)
-                self.client.retry(self._read)
+                run_blocking(self._read_steps())
                 if self._cached is not None:
                     return self
             raise NoNodeError(f"{self.path} keeps being deleted while starting", self.path)
@@ -145,16 +147,11 @@ class SharedCount:
 
     def refresh(self) -> VersionedValue:
         """Read the node now (instead of waiting for the watch) and return what is current."""
-        self._current()
-        self.client.retry(self._read)
-        return self.versioned()
+        return run_blocking(self._refresh_steps())
 
     def set(self, value: int) -> None:
         """Write ``value`` unconditionally (the listeners are told, like for any change)."""
-        self._current()
-        data = encode(check_int(value, self._bits, "value"), self._bits)
-        stat = self.client.retry(lambda: self.client.set(self.path, data))
-        self._offer(value, stat)
+        run_blocking(self._set_steps(value))
 
     def try_set(self, previous: VersionedValue, value: int) -> bool:
         """Write ``value`` only if the count is still ``previous``; False if it changed.
@@ -164,25 +161,7 @@ class SharedCount:
         written, and the cache was refreshed: take ``versioned()`` again.
         ConnectionLostError means the write may or may not have been applied.
         """
-        current = self._current()
-        if not isinstance(previous, VersionedValue):
-            raise WrongTypeError(
-                f"previous must be a VersionedValue from versioned(), got {previous!r}"
-            )
-        data = encode(check_int(value, self._bits, "value"), self._bits)
-        if (current.value, current.version) != tuple(previous):
-            return False
-        try:
-            # Not resent on a lost reply: the copy would fail as BadVersion (see above).
-            stat = self.client.set(self.path, data, previous.version)
-        except (BadVersionError, NoNodeError):
-            with contextlib.suppress(
-                ConnectionLostError, ZkTimeoutError, SessionLost, RetriesExhaustedError
-            ):
-                self.client.retry(self._read)
-            return False
-        self._offer(value, stat)
-        return True
+        return run_blocking(self._try_set_steps(previous, value))
 
     # -- listeners -------------------------------------------------------
     def add_listener(self, listener: CountListener) -> None:
@@ -213,14 +192,55 @@ class SharedCount:
             )
         return cached
 
-    def _read(self) -> None:
-        """Read the node with the watch armed and offer what was read."""
+    # -- the steps (run blocking above, awaited by aio.SharedCount) ------
+    def _refresh_steps(self) -> Steps[VersionedValue]:
+        self._current()
+        yield from self._read_steps()
+        return self.versioned()
+
+    def _set_steps(self, value: int) -> Steps[None]:
+        self._current()
+        data = encode(check_int(value, self._bits, "value"), self._bits)
+        client = self.client
+        stat = yield from request_steps(client, lambda: client.set_async(self.path, data))
+        self._offer(value, stat)
+
+    def _try_set_steps(self, previous: VersionedValue, value: int) -> Steps[bool]:
+        current = self._current()
+        if not isinstance(previous, VersionedValue):
+            raise WrongTypeError(
+                f"previous must be a VersionedValue from versioned(), got {previous!r}"
+            )
+        data = encode(check_int(value, self._bits, "value"), self._bits)
+        if (current.value, current.version) != tuple(previous):
+            return False
+        limit = self.client.settings.connection_timeout
+        try:
+            # Not resent on a lost reply: the copy would fail as BadVersion (see above).
+            stat = yield Reply(self.client.set_async(self.path, data, previous.version), limit)
+        except (BadVersionError, NoNodeError):
+            with contextlib.suppress(
+                ConnectionLostError, ZkTimeoutError, SessionLost, RetriesExhaustedError
+            ):
+                yield from self._read_steps()
+            return False
+        self._offer(value, stat)
+        return True
+
+    def _read_steps(self) -> Steps[None]:
+        """Read the node with the watch armed and offer what was read (retried as
+        ``client.retry`` would)."""
+        return retry_steps(self.client, self._read_once_steps)
+
+    def _read_once_steps(self) -> Steps[None]:
+        client, limit = self.client, self.client.settings.connection_timeout
         while True:
             try:
-                data, stat = self.client.get(self.path, watch=self._on_watch)
+                data, stat = yield Reply(client.get_async(self.path, watch=self._on_watch), limit)
             except NoNodeError:
                 # Deleted: keep the last value and wait for the node to come back.
-                if self.client.exists(self.path, watch=self._on_watch) is None:
+                there = yield Reply(client.exists_async(self.path, watch=self._on_watch), limit)
+                if there is None:
                     return
                 continue
             self._offer(decode(data, self._bits, self.path, empty_is_zero=False), stat)
@@ -265,7 +285,7 @@ class SharedCount:
             if not self._life.started:
                 return
         try:
-            self.client.retry(self._read)
+            run_blocking(self._read_steps())
         except CorruptedValueError:
             log.error("SharedCount %s: keeping the last value", self.path, exc_info=True)
         except ClientStateError:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from zk_recipes._client.awaitable import AsyncRequests, StateChanges
 from zk_recipes.aio._barrier import Barrier, DoubleBarrier
 from zk_recipes.aio._cache import CacheEvents
+from zk_recipes.aio._counters import AtomicInt, AtomicLong, CountValues, SharedCount
 from zk_recipes.aio._drive import POOL_THREADS
 from zk_recipes.aio._leader import LeaderLatch
 from zk_recipes.aio._lock import Lock, RLock
@@ -24,8 +25,11 @@ from zk_recipes.aio._semaphore import Semaphore, SemaphoreMutex
 __all__ = [
     "POOL_THREADS",
     "AsyncRequests",
+    "AtomicInt",
+    "AtomicLong",
     "Barrier",
     "CacheEvents",
+    "CountValues",
     "DoubleBarrier",
     "LeaderLatch",
     "LeaderSelector",
@@ -36,6 +40,7 @@ __all__ = [
     "ReadWriteLock",
     "Semaphore",
     "SemaphoreMutex",
+    "SharedCount",
     "StateChanges",
     "WriteLock",
 ]
