@@ -213,9 +213,12 @@ class _AtomicNumber:
     def _read_steps(self) -> Steps[tuple[bytes, ZnodeStat | None]]:
         client = self.client
         try:
-            return (yield from request_steps(client, lambda: client.get_async(self.path)))
+            data: bytes
+            stat: ZnodeStat
+            data, stat = yield from request_steps(client, lambda: client.get_async(self.path))
         except NoNodeError:
             return b"", None
+        return data, stat
 
     def _update(self, compute: Callable[[int], int]) -> AtomicValue:
         first = run_blocking(self._optimistic_steps(compute))

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from zk_recipes._client.client import ZkClient
-from zk_recipes._client.kazoo import Pending
 from zk_recipes._client.steps import Steps, reply_steps
 from zk_recipes._internals.waits import Pause
 from zk_recipes._retry import RetryPolicy, RetryRun, is_retryable
@@ -43,7 +42,9 @@ def retry_steps(
         yield Pause(client, delay, None)
 
 
-def request_steps(client: ZkClient, send: Callable[[], Pending[T]]) -> Steps[T]:
-    """A request retried under the client's policy: ``send()`` again after each failure."""
+def request_steps(client: ZkClient, send: Callable[[], Any]) -> Steps[Any]:
+    """A request retried under the client's policy: ``send()`` (a ``client.*_async``
+    request's ``Pending``; untyped here, where recipes do not see the adapter) again
+    after each failure."""
     limit = client.settings.connection_timeout
     return retry_steps(client, lambda: reply_steps(send(), limit))
