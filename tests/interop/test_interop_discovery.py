@@ -12,6 +12,7 @@ peer gets ``zk_namespace + BASE``. Instances cross the peer protocol as hex.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
@@ -26,6 +27,7 @@ from zk_recipes import (
     ServiceType,
     UriSpec,
     ZkClient,
+    aio,
     spring_cloud_payload,
 )
 from zk_recipes.testing.pytest_plugin import ClientFactory
@@ -502,3 +504,42 @@ def test_names_list_both_sides_services(
         assert peer.call(f"names {d}").split() == both
         assert [i.id for i in discovery.query_for_instances("shared")] == ["c", "d"]
         assert [json.loads(b)["id"] for b in java_query(peer, d, "shared")] == ["c", "d"]
+
+
+def test_the_asyncio_discovery_crosses_with_curators_both_ways(
+    curator_peer_factory: PeerFactory,
+    zk_client_factory: ClientFactory,
+    zk_hosts: str,
+    zk_namespace: str,
+) -> None:
+    # aio.ServiceDiscovery is the sync one awaited: Curator reads what it registers,
+    # byte for byte, and it reads Curator's registrations.
+    client = zk_client_factory()
+    mine = ServiceInstance(
+        name="svc", id="aio-1", address="10.0.0.1", port=1, registration_time_utc=1
+    )
+    peer = curator_peer_factory(zk_hosts)
+
+    async def main() -> None:
+        async with aio.ServiceDiscovery(client, base_path=BASE) as discovery:
+            await discovery.register(mine)
+            assert await asyncio.to_thread(java_instance, peer, d, "svc", "aio-1") == (
+                mine.to_json()
+            )
+            await asyncio.to_thread(
+                peer.call, f"register {d} {curator_json('svc', 'java-1', port=2).hex()}"
+            )
+            found = await discovery.query_for_instances("svc")
+            assert [i.id for i in found] == ["aio-1", "java-1"]
+            assert found[1].to_json() == node(client, "svc", "java-1")
+            moved = mine.replace(port=1111)
+            await discovery.update(moved)
+            assert await asyncio.to_thread(java_instance, peer, d, "svc", "aio-1") == (
+                moved.to_json()
+            )
+        # Leaving the block deleted ours: Curator sees only its own.
+        left = await asyncio.to_thread(java_query, peer, d, "svc")
+        assert [json.loads(blob)["id"] for blob in left] == ["java-1"]
+
+    with java_discovery(peer, "d", f"{zk_namespace}{BASE}") as d:
+        asyncio.run(main())

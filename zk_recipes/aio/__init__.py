@@ -14,6 +14,7 @@ from zk_recipes._client.awaitable import AsyncRequests, StateChanges
 from zk_recipes.aio._barrier import Barrier, DoubleBarrier
 from zk_recipes.aio._cache import CacheEvents
 from zk_recipes.aio._counters import AtomicInt, AtomicLong, CountValues, SharedCount
+from zk_recipes.aio._discovery import ServiceDiscovery
 from zk_recipes.aio._drive import POOL_THREADS
 from zk_recipes.aio._leader import LeaderLatch
 from zk_recipes.aio._lock import Lock, RLock
@@ -40,6 +41,7 @@ __all__ = [
     "ReadWriteLock",
     "Semaphore",
     "SemaphoreMutex",
+    "ServiceDiscovery",
     "SharedCount",
     "StateChanges",
     "WriteLock",

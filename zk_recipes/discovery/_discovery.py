@@ -47,6 +47,7 @@ import threading
 from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
 from zk_recipes._client.states import ConnectionState, StateChange
+from zk_recipes._client.steps import Reply, Steps, run_blocking
 from zk_recipes._errors import (
     ConfigurationError,
     NoNodeError,
@@ -55,6 +56,7 @@ from zk_recipes._errors import (
     ZkRecipesError,
 )
 from zk_recipes._internals.args import require_client
+from zk_recipes._internals.retry_steps import request_steps
 from zk_recipes.discovery._cache import ServiceCache
 from zk_recipes.discovery._instance import ServiceInstance, ServiceType, check_node_name
 from zk_recipes.discovery._payload import check_payload
@@ -299,29 +301,47 @@ class ServiceDiscovery:
         )
         return self._registrar.create(registration.instance, again=True)
 
-    # -- queries -------------------------------------------------------------
+    # -- queries (steps: run blocking here, awaited by aio.ServiceDiscovery) ----
     def query_for_names(self) -> list[str]:
         """The service names under the base path, sorted."""
-        try:
-            return sorted(self.client.retry(lambda: self.client.get_children(self.base_path)))
-        except NoNodeError:
-            return []
+        return run_blocking(self._names_steps())
 
     def query_for_instances(self, name: str) -> list[ServiceInstance]:
         """Every readable instance of ``name``, sorted by id (unreadable ones skipped, logged)."""
+        return run_blocking(self._instances_steps(name))
+
+    def query_for_instance(self, name: str, id: str) -> ServiceInstance | None:
+        """One instance, or None when it is not registered (or does not parse: logged)."""
+        return run_blocking(self._instance_steps(name, id))
+
+    def _names_steps(self) -> Steps[list[str]]:
+        client = self.client
+        try:
+            names: list[str] = yield from request_steps(
+                client, lambda: client.get_children_async(self.base_path)
+            )
+        except NoNodeError:
+            return []
+        return sorted(names)
+
+    def _instances_steps(self, name: str) -> Steps[list[ServiceInstance]]:
         check_node_name(name, "a service name")
         directory = _paths.join(self.base_path, name)
         client = self.client
         try:
-            ids = client.retry(lambda: client.get_children(directory))
+            ids: list[str] = yield from request_steps(
+                client, lambda: client.get_children_async(directory)
+            )
         except NoNodeError:
             return []
+        # Pipelined: every read is sent before the first answer is awaited.
         pending = [(node, client.get_async(_paths.join(directory, node))) for node in ids]
         found: list[ServiceInstance] = []
+        limit = client.settings.connection_timeout
         for node, reply in pending:
             path = _paths.join(directory, node)
             try:
-                data, _stat = reply.result(client.settings.connection_timeout)
+                data, _stat = yield Reply(reply, limit)
             except NoNodeError:
                 continue  # gone since the listing
             instance = read_instance(name, path, data)
@@ -329,13 +349,13 @@ class ServiceDiscovery:
                 found.append(instance)
         return sorted(found, key=lambda i: i.id)
 
-    def query_for_instance(self, name: str, id: str) -> ServiceInstance | None:
-        """One instance, or None when it is not registered (or does not parse: logged)."""
+    def _instance_steps(self, name: str, id: str) -> Steps[ServiceInstance | None]:
         check_node_name(name, "a service name")
         check_node_name(id, "an instance id")
         path = _paths.join(_paths.join(self.base_path, name), id)
+        client = self.client
         try:
-            data, _stat = self.client.retry(lambda: self.client.get(path))
+            data, _stat = yield from request_steps(client, lambda: client.get_async(path))
         except NoNodeError:
             return None
         return read_instance(name, path, data)
