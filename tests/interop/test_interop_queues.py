@@ -23,6 +23,7 @@ due in the past or within about a second.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
@@ -38,6 +39,7 @@ from zk_recipes import (
     PriorityQueue,
     SimpleQueue,
     ZkClient,
+    aio,
     holders,
 )
 from zk_recipes.testing import Recorder, wait_until
@@ -612,6 +614,39 @@ def test_simple_we_offer_java_takes(
     assert results == [arg(b"wake")]
     assert len(ours) == 0
     peer.call("close js")
+
+
+def test_the_asyncio_queues_cross_with_curators_both_ways(
+    curator_peer_factory: PeerFactory,
+    zk_client_factory: ClientFactory,
+    zk_hosts: str,
+    zk_namespace: str,
+) -> None:
+    # aio.SimpleQueue and aio.DistributedQueue are the sync queues awaited: Curator's
+    # offers are taken by a waiting coroutine, and Curator's consumer takes our puts.
+    client = zk_client_factory()
+    peer = curator_peer_factory(zk_hosts)
+    peer.call(f"simple js {zk_namespace}/asq")
+
+    async def main() -> None:
+        simple = aio.SimpleQueue(client, "/asq")
+        waiting = asyncio.ensure_future(simple.take(10.0))
+        await asyncio.sleep(0.1)
+        await asyncio.to_thread(peer.call, f"soffer js {arg(b'from java')}")
+        assert await waiting == b"from java"
+        await simple.offer(b"from asyncio")
+        taken = await asyncio.to_thread(peer.call, "stake js 5000", 15.0)
+        assert bytes.fromhex(taken) == b"from asyncio"
+        async with aio.DistributedQueue(client, "/aq") as ours:
+            await ours.put(b"first")
+            await ours.put_multi(PLAIN_MULTI)
+
+    asyncio.run(main())
+    peer.call("close js")
+    want = [b"first", *PLAIN_MULTI]
+    with java_queue(peer, "jq", "plain", zk_namespace + "/aq", None):
+        assert java_consumed(peer, "jq", len(want)) == want
+        queue_emptied(client, "/aq", "Curator's consumer")
 
 
 # -- the peer's queue commands ---------------------------------------------------------------

@@ -12,6 +12,7 @@ so without the watch the item would wait for an unrelated put (review 3, Q2).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
 
@@ -21,10 +22,38 @@ from zk_recipes._errors import ConfigurationError, WrongTypeError
 from zk_recipes._types import WatchEvent, mark_inline
 
 
+def is_async_callable(fn: object) -> bool:
+    """``async def`` functions, and partials or objects whose call is one."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    call = getattr(fn, "__call__", None)  # noqa: B004 (the object's own __call__)
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+
+
+def refuse_awaitable(returned: object, queue: str) -> None:
+    """A consumer's return value: an awaitable nothing awaits is a failed attempt, never a
+    commit (a sync queue given an async consumer the check below could not see)."""
+    if not inspect.isawaitable(returned):
+        return
+    if inspect.iscoroutine(returned):
+        returned.close()  # not run, so not consumed
+    raise WrongTypeError(
+        f"the consumer of {queue} returned an awaitable ({returned!r}) that nothing awaits: "
+        "the item was not consumed. Use zk_recipes.aio.DistributedQueue for an async consumer"
+    )
+
+
 def check_consumer(consumer: object) -> None:
     """Refuse a consumer that cannot be called as ``consumer(value, context)``, at once."""
     if not callable(consumer):
         raise ConfigurationError(f"consumer must be callable, got {consumer!r}")
+    if is_async_callable(consumer):
+        raise WrongTypeError(
+            f"the consumer {consumer!r} is a coroutine function: this queue would call it, "
+            "get a coroutine that never runs, and commit the item as consumed. Use the "
+            "asyncio queue (zk_recipes.aio.DistributedQueue, whose consumer is awaited on your "
+            "loop), or a plain def"
+        )
     try:
         signature = inspect.signature(consumer)
     except (TypeError, ValueError):

@@ -16,6 +16,7 @@ import logging
 import time
 
 from zk_recipes._client.client import ZkClient
+from zk_recipes._client.steps import Reply, Steps, run_blocking
 from zk_recipes._errors import (
     BadVersionError,
     ConnectionLostError,
@@ -23,6 +24,7 @@ from zk_recipes._errors import (
     OperationTimeoutError,
     SessionLost,
 )
+from zk_recipes._internals.waits import WaitConnected
 
 log = logging.getLogger("zk_recipes.queue")
 
@@ -32,12 +34,19 @@ def delete_taken(client: ZkClient, item: str, version: int = -1, *, sent: bool =
 
     ``sent``: a delete of it went out already and its reply was lost.
     """
+    return run_blocking(delete_taken_steps(client, item, version, sent=sent))
+
+
+def delete_taken_steps(
+    client: ZkClient, item: str, version: int = -1, *, sent: bool = False
+) -> Steps[bool]:
+    """``delete_taken`` as steps (the asyncio queues await them)."""
     lost = sent
     wait = client.settings.connection_timeout
     deadline = time.monotonic() + 2 * wait
     while True:
         try:
-            client.delete_async(item, version).result(wait)
+            yield Reply(client.delete_async(item, version), wait)
             return True
         except NoNodeError:
             if lost:
@@ -53,4 +62,4 @@ def delete_taken(client: ZkClient, item: str, version: int = -1, *, sent: bool =
             lost = True
             if time.monotonic() > deadline:
                 raise
-            client.wait_connected(max(0.0, deadline - time.monotonic()))
+        yield WaitConnected(client, max(0.0, deadline - time.monotonic()))

@@ -58,6 +58,7 @@ from typing import Any, Generic, TypeVar, overload
 from zk_recipes import _metrics, _paths
 from zk_recipes._client.client import ZkClient
 from zk_recipes._client.states import ConnectionState, StateChange
+from zk_recipes._client.steps import Reply, Steps, run_blocking
 from zk_recipes._errors import (
     ClientStateError,
     ConfigurationError,
@@ -68,10 +69,10 @@ from zk_recipes._errors import (
     RecipeUsageError,
     SessionLost,
     WrongTypeError,
-    ZkRecipesError,
     ZkTimeoutError,
 )
 from zk_recipes._internals.args import require_client
+from zk_recipes._internals.waits import NewWake, Sleep
 from zk_recipes._queue import dead_letters
 from zk_recipes._queue.consuming import ClaimWatch, check_consumer
 from zk_recipes._queue.items import BYTES, CorruptedItemError, QueueSerializer, from_bytes, to_bytes
@@ -237,12 +238,20 @@ class DistributedQueue(Generic[T]):
         return self._put_node(items, PREFIX, timeout)
 
     def _put_node(self, items: Sequence[T], prefix: str, timeout: float | None) -> str:
+        data = self._node_bytes(items)
+        run_blocking(self._room_steps(timeout))
+        return self._send_node(data, prefix)
+
+    def _node_bytes(self, items: Sequence[T]) -> bytes:
+        """The node's bytes for ``items``, checked before any wait (the asyncio form's too)."""
         if isinstance(items, (str, bytes, bytearray)) or not isinstance(items, Sequence):
             raise WrongTypeError(
                 f"put_multi takes a sequence of items (a list), got {type(items).__name__}"
             )
-        data = to_bytes([self._serializer.serialize(item) for item in items])
-        self._wait_for_room(timeout)
+        return to_bytes([self._serializer.serialize(item) for item in items])
+
+    def _send_node(self, data: bytes, prefix: str) -> str:
+        """Put one node (``putting.py``: exactly once on a lost reply); its path."""
         path = self._putter.put(data, prefix)
         _metrics.count("zk_recipes_queue_items_put_total", queue=self.path)
         return path
@@ -256,14 +265,14 @@ class DistributedQueue(Generic[T]):
         """The items to consume now, and the seconds until the next one is (None: no wait)."""
         return names, None
 
-    def _wait_for_room(self, timeout: float | None) -> None:
+    def _room_steps(self, timeout: float | None) -> Steps[None]:
+        """With ``max_items``: until the queue has room (a child watch wakes the wait)."""
         if self._max_items is None:
             return
         deadline = None if timeout is None else time.monotonic() + timeout
-        wake = threading.Event()
+        wake = yield NewWake()
         while True:
-            wake.clear()
-            if len(self._names(_Wake(wake))) < self._max_items:
+            if len((yield from self._names_steps(_Wake(wake)))) < self._max_items:
                 return
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
@@ -271,7 +280,7 @@ class DistributedQueue(Generic[T]):
                     f"the queue {self.path} held max_items={self._max_items} items for "
                     f"{timeout:g} s: nothing was put"
                 )
-            wake.wait(left)
+            yield Sleep(wake, left)  # then cleared: the next look lists again
 
     # -- dead letters (retrying.py, dead_letters.py) ------------------------------
     def dead_letters(self) -> list[dead_letters.DeadLetter]:
@@ -303,13 +312,20 @@ class DistributedQueue(Generic[T]):
         return found
 
     def _names(self, watch: _Wake | None = None) -> list[str]:
+        return run_blocking(self._names_steps(watch))
+
+    def _names_steps(self, watch: _Wake | None) -> Steps[list[str]]:
+        client = self.client
+        limit = client.settings.connection_timeout
         try:
-            names = self.client.get_children(self.path, watch=watch)
+            names = yield Reply(client.get_children_async(self.path, watch=watch), limit)
             self._size_warning.check(self.path, names)
         except NoNodeError:
             # Deleted under us: an exists watch says when a put makes it again.
-            if watch is not None and self.client.exists(self.path, watch=watch) is not None:
-                return self._names(watch)
+            if watch is not None:
+                there = yield Reply(client.exists_async(self.path, watch=watch), limit)
+                if there is not None:
+                    return (yield from self._names_steps(watch))
             self.listed_items = 0
             return []
         found = sorted(name for name in names if name.startswith(PREFIX))
@@ -318,35 +334,10 @@ class DistributedQueue(Generic[T]):
 
     @staticmethod
     def report(client: ZkClient) -> list[dict[str, Any]]:
-        """The queues this process has open with ``client``: length, claims, the item in hand.
+        """The queues this process has open with ``client`` (for status pages: reporting.py)."""
+        from zk_recipes._queue.reporting import report  # the report reads this class
 
-        For status pages (three reads per queue with a lock path: items, claims,
-        dead letters; one without; a queue that cannot be read says so), and
-        the items this process waits to try again (``retrying``).
-        """
-        found = []
-        opened = [q for q in list(_metrics.queues) if isinstance(q, DistributedQueue)]
-        for queue in sorted(opened, key=lambda q: q.path):
-            if queue.client is not client:
-                continue
-            entry: dict[str, Any] = {"path": queue.path, "consuming": queue._taker is not None}
-            try:
-                entry["items"] = len(queue._names())
-                if queue.lock_path is not None:
-                    entry["claimed"] = len(client.get_children(queue.lock_path))
-                    try:
-                        entry["dead"] = len(client.get_children(queue.path + "-dead"))
-                    except NoNodeError:
-                        entry["dead"] = 0
-            except ZkRecipesError as exc:
-                entry["error"] = str(exc)
-            taker = queue._taker
-            running = taker.running if taker is not None else None
-            entry["in_progress"] = running.path if running is not None else None
-            #: Items this process keeps claimed until their next attempt (retrying.py).
-            entry["retrying"] = len(taker.held) if taker is not None else 0
-            found.append(entry)
-        return found
+        return report(client)
 
     # -- consuming -----------------------------------------------------------
     def _on_state(self, change: StateChange) -> None:

@@ -41,6 +41,7 @@ from zk_recipes._errors import (
     ZkRecipesError,
     ZkTimeoutError,
 )
+from zk_recipes._queue.consuming import refuse_awaitable
 from zk_recipes._queue.items import (
     CorruptedItemError,
     QueueSerializer,
@@ -241,7 +242,7 @@ class Taker:
         began = time.monotonic()
         try:
             for value in values:
-                consumer(value, context)
+                refuse_awaitable(consumer(value, context), self.path)
         except Exception as exc:
             return exc
         finally:  # returned or raised: the time it took

@@ -19,6 +19,7 @@ from zk_recipes.aio._drive import POOL_THREADS
 from zk_recipes.aio._leader import LeaderLatch
 from zk_recipes.aio._lock import Lock, RLock
 from zk_recipes.aio._multilock import MultiLock
+from zk_recipes.aio._queues import DistributedQueue, SimpleQueue
 from zk_recipes.aio._rwlock import ReadLock, ReadWriteLock, WriteLock
 from zk_recipes.aio._selector import LeaderSelector
 from zk_recipes.aio._semaphore import Semaphore, SemaphoreMutex
@@ -31,6 +32,7 @@ __all__ = [
     "Barrier",
     "CacheEvents",
     "CountValues",
+    "DistributedQueue",
     "DoubleBarrier",
     "LeaderLatch",
     "LeaderSelector",
@@ -43,6 +45,7 @@ __all__ = [
     "SemaphoreMutex",
     "ServiceDiscovery",
     "SharedCount",
+    "SimpleQueue",
     "StateChanges",
     "WriteLock",
 ]
