@@ -79,6 +79,7 @@ from zk_recipes._queue.items import BYTES, CorruptedItemError, QueueSerializer, 
 from zk_recipes._queue.listing import SizeWarning
 from zk_recipes._queue.putting import Putter
 from zk_recipes._queue.racing import Pace
+from zk_recipes._queue.reporting import report
 from zk_recipes._queue.retrying import MAX_HELD, RetryPolicy
 from zk_recipes._queue.simple import _StateWake, _Wake
 from zk_recipes._queue.taking import PREFIX, ItemContext, Taker
@@ -335,9 +336,8 @@ class DistributedQueue(Generic[T]):
     @staticmethod
     def report(client: ZkClient) -> list[dict[str, Any]]:
         """The queues this process has open with ``client`` (for status pages: reporting.py)."""
-        from zk_recipes._queue.reporting import report  # the report reads this class
-
-        return report(client)
+        opened = [q for q in list(_metrics.queues) if isinstance(q, DistributedQueue)]
+        return report(client, opened)
 
     # -- consuming -----------------------------------------------------------
     def _on_state(self, change: StateChange) -> None:

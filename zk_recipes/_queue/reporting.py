@@ -9,21 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from zk_recipes import _metrics
 from zk_recipes._client.client import ZkClient
 from zk_recipes._errors import NoNodeError, ZkRecipesError
-from zk_recipes._queue.distributed import DistributedQueue
 
 
-def report(client: ZkClient) -> list[dict[str, Any]]:
+def report(client: ZkClient, opened: list[Any]) -> list[dict[str, Any]]:
     """The queues this process has open with ``client``: length, claims, the item in hand.
 
     For status pages (three reads per queue with a lock path: items, claims,
     dead letters; one without; a queue that cannot be read says so), and
-    the items this process waits to try again (``retrying``).
+    the items this process waits to try again (``retrying``). ``opened``: the
+    process's open DistributedQueues (the class hands them over: this module
+    does not import it).
     """
     found = []
-    opened = [q for q in list(_metrics.queues) if isinstance(q, DistributedQueue)]
     for queue in sorted(opened, key=lambda q: q.path):
         if queue.client is not client:
             continue
