@@ -143,3 +143,35 @@ def test_the_mutex_form_excludes_the_sync_one_and_refuses_a_second_ask(
         assert mutex.statistics().timeouts == 1
 
     asyncio.run(main())
+
+
+def test_leases_left_open_are_given_back_when_the_loops_tasks_end(
+    loop: str, zk_client_factory: ClientFactory
+) -> None:
+    """asyncio.run ends with bare leases held (two taken at once, one more by another task
+    inside `async with`): every lease node is deleted before the loop closes, not when the
+    session ends, and the task's own release finds nothing amiss."""
+    client, watcher = zk_client_factory(), zk_client_factory()
+    errors: list[object] = []
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: errors.append(context))
+        sem = aio.Semaphore(client, PATH, 5)
+        assert len(await sem.acquire_leases(2, timeout=5)) == 2
+        inside = asyncio.Event()
+
+        async def holder() -> None:
+            async with sem:
+                inside.set()
+                await asyncio.Event().wait()  # until asyncio.run cancels it
+
+        task = asyncio.ensure_future(holder())
+        await inside.wait()
+        assert not task.done()
+        assert len(children_of(client, f"{PATH}/leases")) == 3
+
+    run_on(loop, main())
+    assert children_of(watcher, f"{PATH}/leases") == []
+    assert client.state is not None
+    assert client.state.is_connected
+    assert errors == []

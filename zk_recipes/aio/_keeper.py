@@ -2,7 +2,7 @@
 
 ``asyncio.run`` (and ``asyncio.Runner``, uvloop's too) ends by cancelling every
 task still pending and running the loop until they finish. An ``aio.Lock``
-taken with a bare ``await lock.acquire()`` and never released would
+(or a semaphore lease) taken with a bare ``await lock.acquire()`` and never released would
 otherwise stay held until its client closes (the node lives with the
 session), and every other process would wait for it. So while a loop has
 holds open, a keeper task waits on that loop; cancelled with the others, it
@@ -23,15 +23,16 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from typing import Protocol
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 log = logging.getLogger("zk_recipes.aio")
 
 
 class Keepable(Protocol):
-    """A hold the keeper can end: the task that owns it, and a release for the loop's end."""
+    """A hold the keeper can end: the tasks that own it, and a release for the loop's end."""
 
-    _owner: asyncio.Task[object] | None
+    def _owning_tasks(self) -> Iterable[asyncio.Task[Any]]: ...
 
     async def _end_with_the_loop(self) -> None: ...
 
@@ -49,7 +50,7 @@ class _Keeper:
         try:
             await self.idle.wait()
         except asyncio.CancelledError:
-            owners = {h._owner for h in self.held if h._owner is not None and not h._owner.done()}
+            owners = {t for h in self.held for t in h._owning_tasks() if not t.done()}
             if owners:  # cancelled too: each releases what its `async with` holds
                 await asyncio.wait(owners)
             for hold in list(self.held):

@@ -214,6 +214,10 @@ class Lock(AsyncLockVerbs):
         finally:
             gate.release()
 
+    def _owning_tasks(self) -> tuple[asyncio.Task[object], ...]:
+        """The task that holds it, for the keeper (``_keeper.py``)."""
+        return () if self._owner is None else (self._owner,)
+
     async def _end_with_the_loop(self) -> None:
         """The loop's tasks are ending with this lock still held: release it, re-entries and all."""
         inner = self._inner

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from typing import ClassVar
 
 from zk_recipes import _paths
@@ -33,6 +34,7 @@ from zk_recipes._locks.semaphore import (
     _over,
     _Restart,
 )
+from zk_recipes.aio import _keeper
 from zk_recipes.aio._drive import run_awaited
 from zk_recipes.aio._lock import Lock
 from zk_recipes.aio._loss import LossEvent
@@ -79,6 +81,8 @@ class Semaphore(AsyncLockVerbs):
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lost: LossEvent | None = None
+        #: Tasks that took the leases held (the keeper waits for them at the loop's end).
+        self._lease_tasks: weakref.WeakSet[asyncio.Task[object]] = weakref.WeakSet()
         self._sync.on_lost(self._heard_lost)
 
     def _bind(self) -> asyncio.Event:
@@ -131,8 +135,13 @@ class Semaphore(AsyncLockVerbs):
         finally:
             sync._done_waiting()
         leases = sync._granted(entries, _task_id(), began, blocking, cancel)
-        if leases and not sync.lost.is_set():
-            lost.clear()
+        if leases:
+            task = asyncio.current_task()
+            if task is not None:
+                self._lease_tasks.add(task)
+            _keeper.keep(self)  # a lease left held when the loop's tasks end is given back
+            if not sync.lost.is_set():
+                lost.clear()
         return leases
 
     async def _entries(
@@ -155,7 +164,10 @@ class Semaphore(AsyncLockVerbs):
     async def release(self) -> None:
         """Give back one lease: the calling task's newest first (any task may)."""
         lease = self._sync._pick(_task_id())
-        await run_awaited(self._sync._delete_lease_steps(lease), Cancellation())
+        try:
+            await run_awaited(self._sync._delete_lease_steps(lease), Cancellation())
+        finally:
+            self._forget_if_idle()
 
     async def return_leases(self, leases: list[Lease]) -> None:
         """Give back ``leases`` (from ``acquire_leases``); one already given back is skipped."""
@@ -165,7 +177,23 @@ class Semaphore(AsyncLockVerbs):
                 if lease.closed:
                     continue
                 sync._detach(lease)
-            await run_awaited(sync._delete_lease_steps(lease), Cancellation())
+            try:
+                await run_awaited(sync._delete_lease_steps(lease), Cancellation())
+            finally:
+                self._forget_if_idle()
+
+    def _forget_if_idle(self) -> None:
+        if not self._sync.leases:
+            self._lease_tasks.clear()
+            _keeper.forget(self, self._loop)
+
+    def _owning_tasks(self) -> list[asyncio.Task[object]]:
+        """The tasks that took the leases held, for the keeper (``_keeper.py``)."""
+        return list(self._lease_tasks)
+
+    async def _end_with_the_loop(self) -> None:
+        """The loop's tasks are ending with leases still held: give them all back."""
+        await self.return_leases(self._sync.leases)
 
     # -- while held (never blocking) ----------------------------------------------
     def is_held(self) -> bool:
