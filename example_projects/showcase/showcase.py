@@ -387,12 +387,17 @@ def report_runs(demo: Demo) -> None:
     )
     ticks = sorted(r["t"] for r in read_log(demo.log, "nightly_report"))
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    span = ticks[-1] - ticks[0] if ticks else 0.0
+    # Two beats sending would make about two ticks a second. The ticks are stamped when a
+    # worker runs them, so a busy worker can run two queued ticks close together: the
+    # count over the span is the evidence, the closest gap only a hint.
     demo.claim(
-        bool(ticks) and (not gaps or min(gaps) > 0.5),
+        len(ticks) >= 3 and len(ticks) <= 1.25 * span + 2,
         "each @leader_only tick fired once, from one beat of two",
-        f"{len(ticks)} ticks; the closest two were {min(gaps):.2f} s apart (period 1 s)"
+        f"{len(ticks)} ticks in {span:.1f} s (period 1 s; two senders would make about "
+        f"{2 * span:.0f}); the closest two ran {min(gaps):.2f} s apart"
         if gaps
-        else "no tick",
+        else "fewer than two ticks",
     )
 
 
@@ -405,7 +410,9 @@ def report_health(demo: Demo, health: Health) -> None:
         f"{count} x {status or 'no answer'}" for status, count in sorted(statuses.items())
     )
     demo.claim(
-        bool(health.answers) and 0 not in statuses and slowest < 2.0,
+        # A hang on ZooKeeper would last the 4 s session timeout or more; 3 s leaves room
+        # for a loaded machine (the demo runs beside a test suite in CI).
+        bool(health.answers) and 0 not in statuses and slowest < 3.0,
         "the Flask health endpoint answered at once throughout, leader deaths included",
         f"{len(health.answers)} answers ({seen}), the slowest in {slowest:.2f} s",
     )

@@ -32,7 +32,13 @@ def test_the_showcase_holds_every_claim_and_leaves_nothing_behind() -> None:
         check=False,
     )
     print(done.stdout)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    # The lines that say what failed come first: a CI summary shows a message's first line.
+    failed = [line for line in done.stdout.splitlines() if "FAIL" in line or "Failed" in line]
+    assert done.returncode == 0, (
+        f"exit {done.returncode}: {' | '.join(failed) or done.stderr.strip()[-300:]}\n"
+        + done.stdout[-4000:]
+        + done.stderr[-4000:]
+    )
     report = done.stdout.split("What held, and the evidence:")[1]
     for claim in (
         "migrated exactly once",
