@@ -64,9 +64,10 @@ def test_register_query_update_unregister_and_close(
             with pytest.raises(RecipeUsageError, match="registered already"):
                 await discovery.register(moved)
             assert [i.id for i in discovery.registered()] == ["x", "b"]
-        # Leaving the block deleted ours at once, not at the session's end.
-        assert sync_reader.query_for_names() == ["billing", "orders"]
+        # Leaving the block deleted ours at once, not at the session's end (the emptied
+        # service directories are containers: the server may reap them any time).
         assert sync_reader.query_for_instances("orders") == []
+        assert sync_reader.query_for_instances("billing") == []
 
     run_on(loop, main())
 

@@ -431,14 +431,22 @@ def test_holds_left_open_are_released_when_the_loops_tasks_end(
     assert errors == []
 
 
-def test_a_loop_with_nothing_held_has_no_task_of_ours(zk_client: ZkClient) -> None:
+def test_holding_adds_no_task_and_a_loop_with_nothing_held_has_nothing_of_ours(
+    zk_client: ZkClient,
+) -> None:
+    """The loop-end release is an async generator the loop's end closes, started with the
+    first hold and finished in place with the last: no task, and nothing left after."""
+
     async def main() -> None:
+        loop = asyncio.get_running_loop()
         lock = aio.Lock(zk_client, "/aio/no-keeper")
+        tasks = asyncio.all_tasks()
         async with lock:
-            held = [t.get_name() for t in asyncio.all_tasks()]
-        released = [t.get_name() for t in asyncio.all_tasks()]
-        assert "zk-recipes: releases holds at loop end" in held
-        assert not [name for name in released if name.startswith("zk-recipes")]
+            assert asyncio.all_tasks() == tasks
+            held = len(loop._asyncgens)  # type: ignore[attr-defined]
+        assert asyncio.all_tasks() == tasks
+        assert held == 1
+        assert len(loop._asyncgens) == 0  # type: ignore[attr-defined]
 
     asyncio.run(main())
 

@@ -1,20 +1,25 @@
 """Holds still open when ``asyncio.run`` ends are released before the loop closes.
 
 ``asyncio.run`` (and ``asyncio.Runner``, uvloop's too) ends by cancelling every
-task still pending and running the loop until they finish. An ``aio.Lock``
-(or a semaphore lease) taken with a bare ``await lock.acquire()`` and never released would
-otherwise stay held until its client closes (the node lives with the
-session), and every other process would wait for it. So while a loop has
-holds open, a keeper task waits on that loop; cancelled with the others, it
-first lets the tasks that own the holds finish (an ``async with`` releases
-its own as it unwinds), then releases what is still held, deleting each
-node, before the loop closes.
+task still pending and running the loop until they finish, then closing the
+loop's async generators (``loop.shutdown_asyncgens()``). An ``aio.Lock``
+(or a semaphore lease) taken with a bare ``await lock.acquire()`` and never
+released would otherwise stay held until its client closes (the node lives
+with the session), and every other process would wait for it. So while a
+loop has holds open, an async generator of ours is registered with it (the
+loop's first-iteration hook): when the run closes it, the tasks that owned
+the holds have unwound (an ``async with`` releases its own), and its
+``finally`` releases what is still held, deleting each node, before the loop
+closes.
 
-One keeper per loop, alive only while a hold is open, so a loop with nothing
-held has no task of ours. A loop closed some other way with a hold open
-(``run_until_complete`` and ``close()`` by hand) does not cancel its tasks:
-Python then warns "Task was destroyed but it is pending" naming the keeper,
-and the hold lasts until the client closes.
+Not a task: a task per loop would cost loop passes on every hold (made,
+woken, ended) and show among the loop's tasks. The generator is started
+when the first hold opens and finished in place when the last one is
+released (no await, no loop pass), so a loop with nothing held has nothing
+of ours. A loop closed some other way with a hold open (``run_until_complete``
+and ``close()`` by hand, no ``shutdown_asyncgens()``) never closes it: the
+hold lasts until its client closes, and Python reports the unfinished
+generator when it is collected.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, Iterable
 from typing import Any, Protocol
 
 log = logging.getLogger("zk_recipes.aio")
@@ -38,25 +43,32 @@ class Keepable(Protocol):
 
 
 class _Keeper:
-    """One loop's open holds, and the task that releases them when the loop's tasks end."""
+    """One loop's open holds, and the async generator the loop's end closes."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self) -> None:
         #: Strong references: a hold must stay reachable until it is released.
         self.held: set[Keepable] = set()
-        self.idle = asyncio.Event()
-        self.task = loop.create_task(self._run(), name="zk-recipes: releases holds at loop end")
+        self._hook = self._at_loop_end()
+        # Its first step registers it with the running loop (asyncio's first-iteration
+        # hook) and stops at the ``yield``: nothing is scheduled.
+        with contextlib.suppress(StopIteration):
+            self._hook.asend(None).send(None)
 
-    async def _run(self) -> None:
+    async def _at_loop_end(self) -> AsyncGenerator[None, None]:
         try:
-            await self.idle.wait()
-        except asyncio.CancelledError:
+            yield
+        finally:
             owners = {t for h in self.held for t in h._owning_tasks() if not t.done()}
-            if owners:  # cancelled too: each releases what its `async with` holds
+            if owners:  # cancelled with the others: each releases what its `async with` holds
                 await asyncio.wait(owners)
             for hold in list(self.held):
                 with contextlib.suppress(Exception):  # a closed client: the node is gone
                     await hold._end_with_the_loop()
-            raise
+
+    def finish(self) -> None:
+        """Nothing is held: end the generator in place (its ``finally`` has nothing to do)."""
+        with contextlib.suppress(StopIteration, RuntimeError):
+            self._hook.aclose().send(None)
 
 
 _keepers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Keeper] = (
@@ -68,8 +80,8 @@ def keep(hold: Keepable) -> None:
     """``hold`` is open on the running loop: release it if the loop's tasks end first."""
     loop = asyncio.get_running_loop()
     keeper = _keepers.get(loop)
-    if keeper is None or keeper.task.done():
-        keeper = _keepers[loop] = _Keeper(loop)
+    if keeper is None:
+        keeper = _keepers[loop] = _Keeper()
     keeper.held.add(hold)
 
 
@@ -82,5 +94,5 @@ def forget(hold: Keepable, loop: asyncio.AbstractEventLoop | None) -> None:
         return
     keeper.held.discard(hold)
     if not keeper.held:
-        keeper.idle.set()
         del _keepers[loop]
+        keeper.finish()
