@@ -65,6 +65,11 @@ from zk_recipes._client.client import (
 from zk_recipes._client.creates import (
     CreateResult as CreateResult,
 )
+from zk_recipes._client.ensemble import (
+    Ensemble as Ensemble,
+    EnsembleConfigError as EnsembleConfigError,
+    EnsembleServer as EnsembleServer,
+)
 from zk_recipes._client.kazoo import (
     Pending as Pending,
 )
@@ -318,6 +323,9 @@ __all__ = [
     "DistributedQueue",
     "DoubleBarrier",
     "DownInstancePolicy",
+    "Ensemble",
+    "EnsembleConfigError",
+    "EnsembleServer",
     "ErrorPolicy",
     "EventsBehindError",
     "ExponentialBackoffRetry",

@@ -206,6 +206,15 @@ SETTINGS: tuple[Setting, ...] = (
         False,
     ),
     _client(
+        "track_ensemble",
+        "bool",
+        "Follow the ensemble's own config (/zookeeper/config, dynamic reconfiguration): a "
+        "client reconnects to the servers it names, so replacing every server needs no "
+        "restart (docs/ensemble.md). Quiet where the server does not allow it.",
+        _values.boolean,
+        True,
+    ),
+    _client(
         "simulated_expiry_fraction",
         "float in (0, 1]",
         "After this share of the negotiated session timeout without proof that the quorum "

@@ -120,6 +120,7 @@ class ClientSettings:
     default_acl: tuple[Acl, ...] | None = None
     tls: TlsOptions | None = None
     read_only: bool = False
+    track_ensemble: bool = True
     simulated_expiry_fraction: float = 0.66
     max_data_bytes: int = DEFAULT_MAX_DATA_BYTES
 
@@ -173,6 +174,10 @@ class ClientSettings:
             set_(self, "default_acl", acl)
         if self.tls is not None and not isinstance(self.tls, TlsOptions):
             raise ConfigurationError(f"tls must be a zk_recipes.TlsOptions, got {self.tls!r}")
+        if not isinstance(self.track_ensemble, bool):
+            raise ConfigurationError(
+                f"track_ensemble must be True or False, got {self.track_ensemble!r}"
+            )
         if not isinstance(self.read_only, bool):
             raise ConfigurationError(f"read_only must be True or False, got {self.read_only!r}")
         if self.read_only:

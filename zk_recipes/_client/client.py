@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, final
 
 from zk_recipes import _metrics, _paths
@@ -43,6 +43,7 @@ from zk_recipes._client.awaitable import AsyncRequests
 from zk_recipes._client.connection_holder import ConnectionHolder
 from zk_recipes._client.creates import CreateResult, Creator
 from zk_recipes._client.deletes import Attempt, GuaranteedDeleter, attempt_steps
+from zk_recipes._client.ensemble import Ensemble, EnsembleFollower, reconfigure
 from zk_recipes._client.holder import holder_check
 from zk_recipes._client.kazoo import KazooConnection, Pending
 from zk_recipes._client.kazoo.bound import Still
@@ -108,6 +109,9 @@ class ZkClient(WatchRequests):
         self._deleter = GuaranteedDeleter(self, self._delete_backoff)
         self._creator = Creator(self, self._deleter, settings.session_timeout)
         self._persistent = PersistentWatches(self)
+        self._ensemble = (
+            EnsembleFollower(self, self._holder.use_hosts) if settings.track_ensemble else None
+        )
         _metrics.observe_client(self)
 
     # ------------------------------------------------------------------ lifecycle
@@ -131,6 +135,27 @@ class ZkClient(WatchRequests):
         what this client held.
         """
         self._holder.close()
+
+    @property
+    def ensemble(self) -> Ensemble | None:
+        """The ensemble as its own config names it, followed for reconnecting (None: not
+        followed: ``track_ensemble=False``, not read yet, or the server does not allow it)."""
+        return self._ensemble.ensemble if self._ensemble is not None else None
+
+    def reconfig(
+        self,
+        *,
+        joining: Sequence[str] = (),
+        leaving: Sequence[int] = (),
+        new_members: Sequence[str] = (),
+        from_config: int = -1,
+    ) -> Ensemble:
+        """Change the ensemble's membership (dynamic reconfiguration); the new one.
+
+        ``joining``: server lines to add; ``leaving``: ids to remove; or
+        ``new_members``: the whole membership (see ``ensemble.reconfigure``).
+        """
+        return reconfigure(self, joining, leaving, new_members, from_config)
 
     def _drain_deletes(self, conn: KazooConnection | None) -> None:
         """close()'s last work while the session is ours: the pending guaranteed deletes."""

@@ -100,6 +100,8 @@ class ConnectionHolder:
         self._lock = threading.Lock()
         self.tracker = SessionTracker(settings, listeners, self._connection_ended)
         self._conn: KazooConnection | None = None
+        #: The hosts the ensemble's own config names (ensemble.py), once followed.
+        self._followed_hosts: str | None = None
         self._started = False
         self._closed = False
         self._closed_event = threading.Event()
@@ -190,8 +192,18 @@ class ConnectionHolder:
         conn = self._conn = KazooConnection(
             self._settings, self.tracker.on_raw_state, event_path=self._event_path
         )
+        if self._followed_hosts is not None:
+            conn.set_hosts(self._followed_hosts)
         self.tracker.attach(conn)
         return conn
+
+    def use_hosts(self, hosts: str) -> None:
+        """Connect to ``hosts`` from the next attempt on, this connection's and later ones'."""
+        with self._lock:
+            self._followed_hosts = hosts
+            conn = self._conn
+        if conn is not None:
+            conn.set_hosts(hosts)
 
     # ------------------------------------------------------------------ close
     def close(self) -> None:

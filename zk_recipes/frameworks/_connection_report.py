@@ -77,12 +77,24 @@ def connection_report(client: ZkClient, *, server: bool = True) -> dict[str, Any
         "session_timeout": client.settings.session_timeout,
         "negotiated_session_timeout": client.negotiated_session_timeout,
         "server": server_info(*address) if address and server else None,
+        # The ensemble the client follows (its own config; None: not followed).
+        "ensemble": _ensemble(client),
         # The instances this process announces with this client (discovery).
         "services": [f"{i.name}/{i.id}" for i in ServiceDiscovery.registered_by(client)],
         # The queues this process has open (a read or two each: not in a health check).
         "queues": DistributedQueue.report(client) if server else None,
     }
     return report
+
+
+def _ensemble(client: ZkClient) -> dict[str, Any] | None:
+    ensemble = client.ensemble
+    if ensemble is None:
+        return None
+    return {
+        "version": f"{ensemble.version:x}",
+        "servers": [f"{s.address} ({s.role})" for s in ensemble.servers],
+    }
 
 
 def health_report(process_client: ProcessClient) -> tuple[int, dict[str, Any]]:

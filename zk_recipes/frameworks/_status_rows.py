@@ -69,9 +69,17 @@ def connection_rows(report: dict[str, Any]) -> tuple[tuple[str, str], ...]:
         ("session", str(report["session_id"] or "-")),
         ("session timeout", timeout),
         ("server", described),
+        ("ensemble", _ensemble(report.get("ensemble"))),
         ("announced", ", ".join(report.get("services") or ()) or "-"),
         ("queues", _queues(report.get("queues") or [])),
     )
+
+
+def _ensemble(ensemble: dict[str, Any] | None) -> str:
+    """``config 100000003: 10.0.0.4:2181 (participant), ...``, or what is followed instead."""
+    if not ensemble:
+        return "not followed (the configured hosts)"
+    return f"config {ensemble['version']}: " + ", ".join(ensemble["servers"])
 
 
 def _queues(queues: list[dict[str, Any]]) -> str:

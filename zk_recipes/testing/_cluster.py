@@ -26,6 +26,7 @@ from types import TracebackType
 
 from zk_recipes import ConfigurationError
 from zk_recipes.testing._install import HarnessError, Installation, find_installation
+from zk_recipes.testing._membership import Membership
 from zk_recipes.testing._process import (
     DEFAULT_JVM_OPTIONS,
     HOST,
@@ -58,7 +59,13 @@ class ClusterMember(_ServerBase):
         options: _Options,
         installation: Installation,
         resources: _Resources,
+        role: str = "participant",
+        dynamic: bool = False,
     ) -> None:
+        #: ``"participant"`` (votes) or ``"observer"``.
+        self.role = role
+        #: Started for dynamic reconfiguration: the client port is in the server lines.
+        self.dynamic = dynamic
         super().__init__(
             name=f"server.{myid}",
             directory=directory,
@@ -70,8 +77,23 @@ class ClusterMember(_ServerBase):
             resources=resources,
         )
 
+    @property
+    def server_line(self) -> str:
+        """Its line of a dynamic config: ``server.<id>=host:quorum:election:role;host:client``."""
+        return (
+            f"server.{self.myid}={HOST}:{self.peer_port}:{self.election_port}:{self.role};"
+            f"{HOST}:{self.port}"
+        )
 
-class ZooKeeperCluster:
+    def _config(self) -> dict[str, str]:
+        config = super()._config()
+        if self.dynamic:  # the client address is in the server lines
+            config.pop("clientPort", None)
+            config.pop("clientPortAddress", None)
+        return config
+
+
+class ZooKeeperCluster(Membership[ClusterMember]):
     """``size`` ZooKeeper servers on loopback forming one quorum (Curator's ``TestingCluster``).
 
     Takes the same options as ``ZooKeeperServer``; ``init_limit``/``sync_limit``
@@ -95,18 +117,33 @@ class ZooKeeperCluster:
         sync_limit: int = 10,
         installation: Installation | None = None,
         quorum_proxies: bool = False,
+        reconfig: bool = False,
     ) -> None:
         if size < 2:
             raise ConfigurationError(
                 f"size={size}: an ensemble needs 2+ servers; use ZooKeeperServer"
             )
+        extra = dict(extra_config or {})
+        if reconfig:
+            if quorum_proxies:
+                raise ConfigurationError("reconfig=True and quorum_proxies=True do not mix")
+            # Reconfiguration by any client of the harness (a real ensemble wants a super user).
+            # standaloneEnabled=false: it may shrink to one voter, as ZooKeeper's docs advise.
+            extra = {
+                "reconfigEnabled": "true",
+                "skipACL": "yes",
+                "standaloneEnabled": "false",
+                **extra,
+            }
+        #: Started for dynamic reconfiguration (add_server, remove_server, move_server).
+        self.reconfig = reconfig
         options = _Options(
             tick_time=tick_time,
             min_session_timeout=min_session_timeout,
             max_session_timeout=max_session_timeout,
             container_check_interval=container_check_interval,
             log_level=log_level,
-            extra_config=dict(extra_config or {}),
+            extra_config=extra,
             jvm_options=tuple(jvm_options),
             start_timeout=start_timeout,
             init_limit=init_limit,
@@ -114,6 +151,7 @@ class ZooKeeperCluster:
         )
         install = installation or find_installation()
         directory, owned = _make_directory(data_dir)
+        self._options, self._install, self._directory = options, install, directory
         self._resources = _Resources(directory if owned else None)
         self._finalizer = weakref.finalize(self, self._resources.release)
         self._owned = owned
@@ -135,6 +173,7 @@ class ZooKeeperCluster:
                 options=options,
                 installation=install,
                 resources=self._resources,
+                dynamic=reconfig,
             )
             for i in range(size)
         ]
@@ -143,7 +182,24 @@ class ZooKeeperCluster:
         return f"<ZooKeeperCluster {self.servers!r}>"
 
     def _peer_lines(self) -> dict[str, str]:
+        if self.reconfig:
+            return dict(m.server_line.split("=", 1) for m in self.servers)
         return {f"server.{m.myid}": f"{HOST}:{m.peer_port}:{m.election_port}" for m in self.servers}
+
+    def _new_member(self, role: str) -> ClusterMember:
+        myid = max(m.myid for m in self.servers) + 1
+        client, quorum, election = free_ports(3)
+        return ClusterMember(
+            myid=myid,
+            ports=(client, quorum, election),
+            peers=self._peer_lines,
+            directory=self._directory / f"server-{myid}",
+            options=self._options,
+            installation=self._install,
+            resources=self._resources,
+            role=role,
+            dynamic=True,
+        )
 
     def _proxied_peer_lines(self, viewer: int) -> dict[str, str]:
         """Member ``viewer``'s view of the ensemble: itself as it is, the others via proxies."""
@@ -200,7 +256,8 @@ class ZooKeeperCluster:
 
     @property
     def quorum_size(self) -> int:
-        return len(self.servers) // 2 + 1
+        """A majority of the voting members (observers do not vote)."""
+        return sum(m.role == "participant" for m in self.servers) // 2 + 1
 
     def start(self) -> None:
         """Start every stopped member at once (resume paused ones), then wait for a quorum."""
@@ -240,8 +297,9 @@ class ZooKeeperCluster:
 
     def _quorum_problem(self) -> tuple[ClusterMember | None, str]:
         live = [m for m in self.servers if m.is_running and not m.is_paused]
-        if len(live) < self.quorum_size:
-            return None, f"only {len(live)} of {len(self.servers)} servers running"
+        voting = [m for m in live if m.role == "participant"]
+        if len(voting) < self.quorum_size:
+            return None, f"only {len(voting)} of {len(self.servers)} servers running and voting"
         leaders = []
         for member in live:
             try:

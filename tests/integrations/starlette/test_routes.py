@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from tests.containers import children_of
 from tests.integrations.starlette.conftest import served
 from zk_recipes import (
     ConfigurationError,
@@ -97,7 +98,7 @@ def fastapi_app(zk: ZkRecipes, gate: asyncio.Event) -> FastAPI:
 def no_nodes(client: ZkClient, directory: str) -> bool:
     """No contender left in ``directory`` (a lock directory is a container: it may be gone)."""
     try:
-        return client.get_children(directory) == []
+        return children_of(client, directory) == []
     except NoNodeError:
         return True
 

@@ -155,6 +155,11 @@ class KazooConnection(WatchOps):
         self._router = PersistentRouter()
         install_hooks(self)
 
+    def set_hosts(self, hosts: str) -> None:
+        """Connect to ``hosts`` from the next connection attempt on (the session is kept)."""
+        self._kz_kwargs["hosts"] = hosts
+        self._kz.set_hosts(hosts)
+
     @property
     def last_problem(self) -> str:
         """kazoo's last warning about this connection (why it dropped or could not connect)."""

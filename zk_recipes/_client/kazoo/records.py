@@ -98,6 +98,7 @@ class CreateTTL(namedtuple("CreateTTL", "path data acl flags ttl")):
 HEADER_BYTES = 8
 #: How messages name a request, by opcode.
 REQUEST_NAMES = {
+    16: "reconfig",
     Create.type: "create",
     Create2.type: "create",
     19: "create",

@@ -23,6 +23,7 @@ from kazoo.protocol.serialization import (
     Exists,
     GetChildren,
     GetData,
+    Reconfig,
     SetData,
     Sync,
 )
@@ -90,6 +91,16 @@ class TypedRequests:
         else:
             request = Create2(path, data, kacl, mode.value)
         return self._call(request, path, lambda r: (str(r[0]), stat_of(r[1])))
+
+    def reconfig_async(
+        self, joining: str | None, leaving: str | None, new_members: str | None, from_config: int
+    ) -> Pending[tuple[bytes, ZnodeStat]]:
+        """Dynamic reconfiguration (incremental: joining/leaving; or new_members); the new
+        config's data and stat. The server needs reconfigEnabled=true and a super user (or
+        skipACL)."""
+        request = Reconfig(joining, leaving, new_members, from_config)
+        path = "/zookeeper/config"
+        return self._call(request, path, lambda r: (bytes(r[0] or b""), stat_of(r[1])))
 
     def get_async(
         self, path: str, watch: WatchCallback | None = None

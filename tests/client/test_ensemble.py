@@ -1,0 +1,188 @@
+"""Following the ensemble (``/zookeeper/config``): parsing, and a real rolling replacement.
+
+The rolling replacement runs on a 3-node ensemble started with dynamic
+reconfiguration: a client that was given one original server only holds a
+lock, leads a latch and keeps a TreeCache while two servers are added and the
+three originals removed and stopped; its session survives (SUSPENDED then
+RECONNECTED at most, never LOST), the lock is never lost, the cache equals
+the server, and its next connection goes to the tracked servers.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from zk_recipes import (
+    ConfigurationError,
+    ConnectionState,
+    Ensemble,
+    EnsembleConfigError,
+    EnsembleServer,
+    LeaderLatch,
+    Lock,
+    TreeCache,
+    ZkClient,
+)
+from zk_recipes._client.ensemble import EnsembleTracker, parse_config
+from zk_recipes.frameworks import connection_report, connection_rows
+from zk_recipes.testing import StateRecorder, ZooKeeperCluster, wait_until
+from zk_recipes.testing.pytest_plugin import ClientFactory
+
+CONFIG = b"""server.1=10.0.0.1:2888:3888:participant;0.0.0.0:2181
+server.2=10.0.0.2:2888:3888:participant;10.0.1.2:2182
+server.3=[fd00::3]:2888:3888:observer;[fd00::13]:2181
+server.4=10.0.0.4:2888:3888:participant
+server.5=10.0.0.5:2888:3888;2185
+version=10000000a
+"""
+
+
+def test_the_config_gives_client_addresses_observers_included() -> None:
+    ensemble = parse_config(CONFIG)
+    assert ensemble.version == 0x10000000A
+    assert ensemble.servers == (
+        EnsembleServer(1, "10.0.0.1", 2181, "participant"),  # a wildcard: the server's address
+        EnsembleServer(2, "10.0.1.2", 2182, "participant"),
+        EnsembleServer(3, "fd00::13", 2181, "observer"),
+        # server.4 serves no clients (no ';' part): left out, as Curator does
+        EnsembleServer(5, "10.0.0.5", 2185, "participant"),  # the role is optional
+    )
+    assert ensemble.hosts == "10.0.0.1:2181,10.0.1.2:2182,[fd00::13]:2181,10.0.0.5:2185"
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (b"server.1=10.0.0.1:2888:3888;", "no server with a client address"),
+        (b"", "no server with a client address"),
+        (b"server.x=10.0.0.1:2888:3888;2181", "id is not a number"),
+        (b"server.1=10.0.0.1:2888:3888;21x81", "not a number"),
+        (b"server.1=10.0.0.1:2888:3888;99999", "not host:port"),
+        (b"version=zz\nserver.1=a:1:2;3", "not hexadecimal"),
+        (b"no equals sign", "not key=value"),
+        (b"\xff\xfe", "not UTF-8"),
+    ],
+)
+def test_a_config_that_cannot_be_followed_says_why(data: bytes, says: str) -> None:
+    with pytest.raises(EnsembleConfigError, match=says):
+        parse_config(data)
+
+
+def test_the_tracker_keeps_the_last_good_list_and_says_so_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    used: list[str] = []
+    tracker = EnsembleTracker(used.append)
+    with caplog.at_level(logging.INFO, logger="zk_recipes.client"):
+        assert tracker.offer(b"server.1=h1:1:2;2181") is not None  # no version line: 0
+        assert used == ["h1:2181"]
+        newer = b"server.1=h1:1:2;2181\nserver.2=h2:1:2;2181\nversion=20"
+        assert isinstance(tracker.offer(newer), Ensemble)
+        assert used == ["h1:2181", "h1:2181,h2:2181"]
+        for _ in range(3):  # a malformed config (and an empty list): a warning once each
+            assert tracker.offer(b"server.1=h1:1:2;bad\nversion=21") is None
+            assert tracker.offer(b"version=22") is None
+        older = b"server.9=h9:1:2;2181\nversion=1f"
+        tracker.offer(older)  # read late, behind a newer one: ignored
+    assert used == ["h1:2181", "h1:2181,h2:2181"]
+    assert tracker.ensemble is not None
+    assert tracker.ensemble.hosts == "h1:2181,h2:2181"
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2
+    assert all("keeping the last good one" in r.getMessage() for r in warnings)
+
+
+def test_a_server_without_dynamic_config_is_followed_quietly_not_at_all(
+    zk_client_factory: ClientFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The shared test servers run without reconfigEnabled: their config names no
+    # client address. Nothing is followed, said once at INFO, never a warning.
+    with caplog.at_level(logging.INFO, logger="zk_recipes.client"):
+        client = zk_client_factory()
+        wait_until(lambda: "not following the ensemble" in caplog.text, "said once", 10)
+    assert client.ensemble is None
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert zk_client_factory(track_ensemble=False).ensemble is None
+
+
+def test_every_original_server_is_replaced_under_a_lock_a_latch_and_a_cache() -> None:
+    with ZooKeeperCluster(3, reconfig=True) as cluster:
+        originals = list(cluster.servers)
+        # Given one original server only: what it learns comes from the ensemble's config.
+        client = ZkClient(originals[0].connect_string, session_timeout=4.0, namespace="/roll")
+        states = StateRecorder()
+        client.add_listener(states)
+        client.start()
+        checker = ZkClient(cluster.connect_string).start()
+        try:
+            wait_until(lambda: client.ensemble is not None, "the ensemble followed", 10)
+            session = client.session_id
+            lock = Lock(client, "/lock")
+            assert lock.acquire(timeout=10)
+            token = lock.fencing_token
+            latch = LeaderLatch(client, "/latch")
+            latch.start()
+            assert latch.await_leadership(10)
+            cache = TreeCache(client, "/tree")
+            client.ensure_path("/tree")
+            cache.start()
+            assert cache.wait_initialized(10)
+
+            added = [cluster.add_server(), cluster.add_server()]
+            for n, old in enumerate(originals):
+                cluster.remove_server(old)
+                client.create(f"/tree/after-{n}", b"%d" % n)
+            wanted = {m.port for m in added}
+            wait_until(
+                lambda: {s.port for s in (client.ensemble or Ensemble((), 0)).servers} == wanted,
+                "the new membership followed",
+                10,
+            )
+            # What status pages and `zk-recipes status` show of it.
+            report = connection_report(client, server=False)
+            tracked = client.ensemble
+            assert tracked is not None
+            assert report["ensemble"]["version"] == f"{tracked.version:x}"
+            shown = dict(connection_rows(report))["ensemble"]
+            assert shown.startswith(f"config {tracked.version:x}: ")
+            assert all(f"127.0.0.1:{port} (participant)" in shown for port in wanted)
+
+            # The session lived through it all, and so did the holds (in doubt while
+            # it moved to another server: SUSPENDED, then RECONNECTED).
+            wait_until(lock.is_held, "the lock held for sure again", 20)
+            assert client.session_id == session
+            assert ConnectionState.LOST not in states.states
+            assert lock.fencing_token == token
+            assert latch.has_leadership()
+            wait_until(lambda: len(cache.children("/tree")) == 3, "the cache", 10)
+            on_server = sorted(checker.get_children("/roll/tree"))
+            assert sorted(cache.children("/tree")) == on_server
+
+            # A new connection attempt (the server it is on goes) uses the tracked list.
+            wait_until(lambda: cluster.server_for_session(session) is not None, "its server", 20)
+            serving = cluster.server_for_session(session)
+            assert serving in added
+            assert serving is not None
+            serving.restart()
+            wait_until(lambda: client.state is ConnectionState.RECONNECTED, "reconnected", 20)
+            assert client.session_id == session
+            wait_until(lock.is_held, "the lock held for sure again", 20)
+            latch.close()
+            lock.release()
+            cache.close()
+        finally:
+            client.close()
+            checker.close()
+
+
+def test_the_harness_refuses_membership_changes_without_reconfig() -> None:
+    cluster = ZooKeeperCluster(2)  # not started: the refusal comes first
+    try:
+        with pytest.raises(ConfigurationError, match="reconfig=True"):
+            cluster.add_server()
+        with pytest.raises(ConfigurationError, match="do not mix"):
+            ZooKeeperCluster(3, reconfig=True, quorum_proxies=True)
+    finally:
+        cluster.close()

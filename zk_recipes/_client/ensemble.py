@@ -1,0 +1,365 @@
+"""The ensemble as the servers describe it: ``/zookeeper/config`` read, parsed and followed.
+
+Why: a client keeps the host list it started with; once every server of it
+has been replaced (dynamic reconfiguration, ZooKeeper 3.5+) it can no longer
+reconnect. Curator follows the ensemble (``EnsembleTracker``); so does
+``EnsembleTracker`` here: at each connection it reads ``/zookeeper/config``
+with a watch (outside the client's namespace: it is the server's node), and
+at each change again, and hands the client addresses it names to the
+connection, which uses them from its next connection attempt on (kazoo's
+``set_hosts``; the session and its server are not touched).
+
+The node's data is the dynamic config: ``server.<id>=<address>:<quorum
+port>:<election port>[:participant|:observer];[<client address>:]<client
+port>`` lines and ``version=<hex>``. The client address is what we connect
+to; a wildcard one (``0.0.0.0``, ``::``) means "the server's own address";
+a server with no client part serves no clients and is left out (as Curator
+does). Observers are included: they serve clients too.
+
+Quiet where the server does not allow it: a server without dynamic
+reconfiguration has no such node (or a static one with no client
+addresses), and an ACL may forbid reading it; either is logged once, at
+INFO, and the settings' hosts stay in use. A node that does not parse, or
+names no server a client can reach, is logged as a warning, once per
+config version, and the last good list stays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from zk_recipes._client.states import StateChange
+from zk_recipes._errors import ConfigurationError, NoAuthError, NoNodeError, ZkRecipesError
+from zk_recipes._types import WatchEvent, WatchEventType, ZnodeStat
+
+if TYPE_CHECKING:
+    from zk_recipes._client.kazoo import KazooConnection, Pending
+
+log = logging.getLogger("zk_recipes.client")
+
+#: The server's own node, outside every namespace.
+CONFIG_NODE = "/zookeeper/config"
+
+_ROLES = ("participant", "observer")
+_WILDCARDS = ("0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0")
+
+
+class EnsembleConfigError(ConfigurationError):
+    """``/zookeeper/config`` names no server a client can use, or does not parse."""
+
+
+class NothingToFollow(EnsembleConfigError):
+    """The config names no client address: a static configuration, nothing to follow."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EnsembleServer:
+    """One server of the ensemble, as its dynamic config names it."""
+
+    #: Its ``myid``.
+    id: int
+    #: Where clients connect (the server's own address for a wildcard client address).
+    host: str
+    port: int
+    #: ``"participant"`` (votes) or ``"observer"``.
+    role: str
+
+    @property
+    def address(self) -> str:
+        """``host:port`` (IPv6 hosts in brackets), as a connect string entry."""
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Ensemble:
+    """The ensemble a client follows: its servers and the config version they came with."""
+
+    servers: tuple[EnsembleServer, ...]
+    #: The config's ``version`` (the zxid of the reconfig that made it); 0 when it had none.
+    version: int
+
+    @property
+    def hosts(self) -> str:
+        """The servers as a connect string, in ``id`` order."""
+        return ",".join(server.address for server in self.servers)
+
+    @staticmethod
+    def from_config(data: bytes) -> Ensemble:
+        """The ensemble ``/zookeeper/config``'s data names (EnsembleConfigError if none)."""
+        return parse_config(data)
+
+
+def _split_host_port(text: str, where: str) -> tuple[str, int]:
+    text = text.strip()
+    if text.startswith("["):
+        host, sep, rest = text[1:].partition("]")
+        if not sep or not rest.startswith(":"):
+            raise EnsembleConfigError(f"{where}: {text!r} is not [ipv6]:port")
+        port_text = rest[1:]
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep:
+            raise EnsembleConfigError(f"{where}: {text!r} is not host:port")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise EnsembleConfigError(f"{where}: port {port_text!r} is not a number") from None
+    if not 0 < port < 65536 or not host:
+        raise EnsembleConfigError(f"{where}: {text!r} is not host:port")
+    return host, port
+
+
+def _server(key: str, value: str) -> EnsembleServer | None:
+    """One ``server.N=...`` line; None for a server that serves no clients."""
+    where = f"{key}={value}"
+    try:
+        myid = int(key.split(".", 1)[1])
+    except ValueError:
+        raise EnsembleConfigError(f"{where}: the server id is not a number") from None
+    quorum, has_client, client = value.partition(";")
+    if not has_client or not client.strip():
+        return None
+    parts = quorum.strip()
+    role = "participant"
+    for candidate in _ROLES:
+        if parts.endswith(":" + candidate):
+            role, parts = candidate, parts[: -len(candidate) - 1]
+    # <address>:<quorum port>:<election port>: the address is what is left of two ports.
+    address = parts.rsplit(":", 2)[0]
+    if not address or address == parts:
+        raise EnsembleConfigError(f"{where}: no server address before the ports")
+    address = address.strip("[]")
+    client = client.strip()
+    if ":" in client.replace("[", "").replace("]", "") or client.startswith("["):
+        host, port = _split_host_port(client, where)
+        host = host.strip("[]")
+    else:
+        host, port = address, _split_host_port(f"x:{client}", where)[1]
+    if host in _WILDCARDS:
+        host = address
+    return EnsembleServer(myid, host, port, role)
+
+
+def parse_config(data: bytes) -> Ensemble:
+    """The ensemble that ``/zookeeper/config``'s data names (EnsembleConfigError if none)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise EnsembleConfigError("the config is not UTF-8 text") from None
+    servers: dict[int, EnsembleServer] = {}
+    version = 0
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise EnsembleConfigError(f"{line!r} is not key=value")
+        key = key.strip()
+        if key == "version":
+            try:
+                version = int(value.strip(), 16)
+            except ValueError:
+                raise EnsembleConfigError(f"version {value!r} is not hexadecimal") from None
+        elif key.startswith("server."):
+            server = _server(key, value)
+            if server is not None:
+                servers[server.id] = server
+    if not servers:
+        raise NothingToFollow(
+            "the config names no server with a client address (a standalone server, or a "
+            "static configuration without dynamic reconfiguration): nothing to follow"
+        )
+    return Ensemble(tuple(servers[i] for i in sorted(servers)), version)
+
+
+class EnsembleTracker:
+    """Follows ``/zookeeper/config`` for one client and hands its hosts to the connection.
+
+    ``read(callback)`` sends the read (with a watch that calls ``changed``);
+    the client calls ``start_reading`` at each connection. Quiet where the
+    server does not allow it (see the module note).
+    """
+
+    def __init__(self, use_hosts: Callable[[str], None]) -> None:
+        self._use_hosts = use_hosts
+        self._lock = threading.Lock()
+        self.ensemble: Ensemble | None = None
+        self._told_unavailable = False
+        self._told_bad: set[int | None] = set()
+
+    def offer(self, data: bytes) -> Ensemble | None:
+        """The config's data as read: followed if it names servers, else the last good kept."""
+        try:
+            ensemble = parse_config(data)
+        except NothingToFollow as exc:
+            if self.ensemble is None:
+                self.unavailable(str(exc))
+                return None
+            self._bad(data, exc)  # it named servers before: a config gone wrong
+            return None
+        except EnsembleConfigError as exc:
+            self._bad(data, exc)
+            return None
+        with self._lock:
+            previous = self.ensemble
+            if previous is not None and previous.version > ensemble.version:
+                return previous  # an older config read late (a reply behind a watch event)
+            self.ensemble = ensemble
+        if previous is None or previous.hosts != ensemble.hosts:
+            log.info(
+                "following the ensemble's config version %x: %s", ensemble.version, ensemble.hosts
+            )
+            self._use_hosts(ensemble.hosts)
+        return ensemble
+
+    def _bad(self, data: bytes, exc: EnsembleConfigError) -> None:
+        """A config that cannot be followed: a warning once per version; the hosts stay."""
+        key = _version_of(data)
+        with self._lock:
+            first = key not in self._told_bad
+            self._told_bad.add(key)
+        if first:
+            log.warning(
+                "/zookeeper/config does not give a host list to follow (%s); keeping %s",
+                exc,
+                "the last good one" if self.ensemble else "the configured hosts",
+            )
+
+    def unavailable(self, why: str) -> None:
+        """The server does not let us read the config: said once, the hosts stay as they are."""
+        with self._lock:
+            first = not self._told_unavailable
+            self._told_unavailable = True
+        if first:
+            log.info(
+                "not following the ensemble's membership (%s): the configured hosts stay in use",
+                why,
+            )
+
+
+def _version_of(data: bytes) -> int | None:
+    for line in data.decode("utf-8", "replace").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "version":
+            try:
+                return int(value.strip(), 16)
+            except ValueError:
+                return None
+    return None
+
+
+class _Client(Protocol):
+    """What the follower uses of a ZkClient (typed here: the client imports this module)."""
+
+    def add_listener(self, listener: Callable[[StateChange], None]) -> None: ...
+
+    def _live_conn(self) -> KazooConnection: ...
+
+
+class EnsembleFollower:
+    """One client's following of ``/zookeeper/config``: read at each connection and change.
+
+    The read is sent from the state listener's thread and answered on the
+    connection's (no thread waits); a change of the node fires the watch,
+    which reads it again (and arms the next watch).
+    """
+
+    def __init__(self, client: _Client, use_hosts: Callable[[str], None]) -> None:
+        self._client = client
+        self.tracker = EnsembleTracker(use_hosts)
+        client.add_listener(self._on_state)
+
+    @property
+    def ensemble(self) -> Ensemble | None:
+        return self.tracker.ensemble
+
+    def _on_state(self, change: StateChange) -> None:
+        if change.state.is_connected:
+            self.read()
+
+    def _on_watch(self, event: WatchEvent) -> None:
+        if event.type is not WatchEventType.NONE:  # a disconnect: the next connection reads
+            self.read()
+
+    def read(self) -> None:
+        """Send the read (with its watch); the answer is offered to the tracker."""
+        try:
+            pending = self._client._live_conn().get_async(CONFIG_NODE, self._on_watch)
+        except ZkRecipesError:
+            return  # not connected (closing): the next connection reads again
+        pending.add_done_callback(self._answered)
+
+    def _answered(self, pending: Pending[tuple[bytes, ZnodeStat]]) -> None:
+        try:
+            data, _stat = pending.result_now()
+        except (NoNodeError, NoAuthError) as exc:
+            self.tracker.unavailable(
+                "the server has no /zookeeper/config (dynamic reconfiguration is off)"
+                if isinstance(exc, NoNodeError)
+                else "reading /zookeeper/config is not allowed to this client"
+            )
+            return
+        except ZkRecipesError:
+            return  # the connection went: the next one reads again
+        self.tracker.offer(data)
+
+
+class _Reconfiguring(Protocol):
+    """What ``reconfigure`` uses of a ZkClient."""
+
+    _ensemble: EnsembleFollower | None
+
+    def _usable(self) -> KazooConnection: ...
+
+    @property
+    def _op_timeout(self) -> float: ...
+
+
+def reconfigure(
+    client: _Reconfiguring,
+    joining: Sequence[str],
+    leaving: Sequence[int],
+    new_members: Sequence[str],
+    from_config: int,
+) -> Ensemble:
+    """``ZkClient.reconfig``: one reconfig request; the new ensemble (followed at once).
+
+    ``joining``: servers to add, as their config lines (``"server.4=10.0.0.4:2888:
+    3888:participant;2181"``); ``leaving``: ids of servers to remove; or
+    ``new_members``: the whole new membership. ``from_config``: refuse unless
+    the current config has that version (``ensemble.version``). The servers
+    must run with ``reconfigEnabled=true``, and the client be a super user (or
+    the servers run with ``skipACL=yes``). Not retried: a lost reply leaves the
+    outcome unknown; read ``ensemble`` again.
+    """
+    if new_members and (joining or leaving):
+        raise ConfigurationError(
+            "reconfig takes joining/leaving (incremental) or new_members, not both"
+        )
+    for line in (*joining, *new_members):
+        if not isinstance(line, str) or not line.startswith("server."):
+            raise ConfigurationError(
+                f"{line!r} is not a server line: 'server.<id>=<host>:<quorum port>:"
+                "<election port>[:participant|:observer];[<client host>:]<client port>'"
+            )
+    if not (joining or leaving or new_members):
+        raise ConfigurationError("reconfig needs joining, leaving or new_members")
+    data, _stat = (
+        client._usable()
+        .reconfig_async(
+            ",".join(joining) or None,
+            ",".join(str(int(i)) for i in leaving) or None,
+            ",".join(new_members) or None,
+            from_config,
+        )
+        .result(client._op_timeout)
+    )
+    ensemble = parse_config(data)
+    if client._ensemble is not None:
+        client._ensemble.tracker.offer(data)
+    return ensemble
