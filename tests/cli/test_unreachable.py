@@ -17,9 +17,9 @@ import pytest
 from zk_recipes.cli import ExitCode
 from zk_recipes.testing import free_ports
 
-COMMANDS = [["status"], ["holders"], ["lock", "x", "--", "true"]]
+COMMANDS = [["status"], ["holders"], ["ensemble"], ["lock", "x", "--", "true"]]
 #: The commands that must not wait: a closed port ends them once every server refused.
-AT_ONCE = [["status"], ["holders"], ["lock", "x", "--no-wait", "--", "true"]]
+AT_ONCE = [["status"], ["holders"], ["ensemble"], ["lock", "x", "--no-wait", "--", "true"]]
 
 
 def _env(hosts: str, connection_timeout: float = 3) -> dict[str, str]:

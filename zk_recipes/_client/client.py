@@ -150,12 +150,12 @@ class ZkClient(WatchRequests):
         new_members: Sequence[str] = (),
         from_config: int = -1,
     ) -> Ensemble:
-        """Change the ensemble's membership (dynamic reconfiguration); the new one.
-
-        ``joining``: server lines to add; ``leaving``: ids to remove; or
-        ``new_members``: the whole membership (see ``ensemble.reconfigure``).
-        """
+        """Change the membership (dynamic reconfiguration): see ``ensemble.reconfigure``."""
         return reconfigure(self, joining, leaving, new_members, from_config)
+
+    def wait_ensemble(self, timeout: float) -> Ensemble | None:
+        """``ensemble``, once this connection's read of the config answered (None: not followed)."""
+        return self._ensemble.wait(timeout) if self._ensemble is not None else None
 
     def _drain_deletes(self, conn: KazooConnection | None) -> None:
         """close()'s last work while the session is ours: the pending guaranteed deletes."""

@@ -272,7 +272,14 @@ class EnsembleFollower:
     def __init__(self, client: _Client, use_hosts: Callable[[str], None]) -> None:
         self._client = client
         self.tracker = EnsembleTracker(use_hosts)
+        #: Set once a read of the config answered (followed, or not followable).
+        self._read_once = threading.Event()
         client.add_listener(self._on_state)
+
+    def wait(self, timeout: float) -> Ensemble | None:
+        """The ensemble once a read answered (at most ``timeout`` s); None: not followed."""
+        self._read_once.wait(timeout)
+        return self.tracker.ensemble
 
     @property
     def ensemble(self) -> Ensemble | None:
@@ -303,10 +310,12 @@ class EnsembleFollower:
                 if isinstance(exc, NoNodeError)
                 else "reading /zookeeper/config is not allowed to this client"
             )
+            self._read_once.set()
             return
         except ZkRecipesError:
             return  # the connection went: the next one reads again
         self.tracker.offer(data)
+        self._read_once.set()
 
 
 class _Reconfiguring(Protocol):

@@ -15,7 +15,12 @@ from typing import TextIO
 import zk_recipes
 from zk_recipes import ConnectionState, ZkClient
 from zk_recipes.cli._exit_codes import ExitCode
-from zk_recipes.frameworks import connection_report, connection_rows
+from zk_recipes.frameworks import (
+    connection_report,
+    connection_rows,
+    ensemble_report,
+    ensemble_rows,
+)
 
 _USABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED, ConnectionState.READ_ONLY)
 
@@ -33,6 +38,28 @@ def print_status(client: ZkClient, *, as_json: bool = False, out: TextIO | None 
             out.write(f"{label:<{width}}  {value}\n")
     out.flush()
     return 0 if client.state in _USABLE else ExitCode.UNAVAILABLE
+
+
+def print_ensemble(client: ZkClient, *, as_json: bool = False, out: TextIO | None = None) -> int:
+    """Print every server of the ensemble; 0 when a quorum answers, else UNAVAILABLE."""
+    out = sys.stdout if out is None else out
+    report = ensemble_report(client)
+    if as_json:
+        out.write(json.dumps(report, indent=2) + "\n")
+    else:
+        if report["followed"]:
+            out.write(f"the ensemble's config version {report['config_version']} (followed)\n")
+        else:
+            out.write("the configured hosts (the ensemble's own config is not followed)\n")
+        rows = ensemble_rows(report)
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        for row in rows:
+            out.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
+            out.write("\n")
+        if report["problem"]:
+            out.write(f"{report['problem']}\n")
+    out.flush()
+    return 0 if report["quorum"] else ExitCode.UNAVAILABLE
 
 
 def print_holders(

@@ -50,6 +50,8 @@ rest is here, once:
   ``queued_root``, ``marker_task_id``, ``clear_marker``): the markers Celery's
   ``unique_on_publish`` keeps, found by task id and cleared by ``revoke()`` and
   the ``zk-recipes dedup`` commands.
+- **The ensemble.** ``ensemble_report`` (+ ``probe_server``, ``ensemble_rows``):
+  every server's role, zxid, load and config version (``zk-recipes ensemble``).
 - **Status pages.** ``connection_report`` (+ ``server_info``): the client's
   connection as plain data; ``health_report``: a health route's status and
   body, at once, without I/O; ``connection_rows`` / ``recipe_rows`` (+
@@ -86,6 +88,11 @@ from zk_recipes.frameworks._connection_report import (
     connection_report as connection_report,
     health_report as health_report,
     server_info as server_info,
+)
+from zk_recipes.frameworks._ensemble_report import (
+    ensemble_report as ensemble_report,
+    ensemble_rows as ensemble_rows,
+    probe_server as probe_server,
 )
 from zk_recipes.frameworks._lock_names import (
     LockNameTemplate as LockNameTemplate,
@@ -173,6 +180,8 @@ __all__ = [
     "connection_report",
     "connection_rows",
     "crontab_schedule",
+    "ensemble_report",
+    "ensemble_rows",
     "health_report",
     "leader_path",
     "lock_block",
@@ -181,6 +190,7 @@ __all__ = [
     "marker_task_id",
     "parse_entry",
     "parse_options",
+    "probe_server",
     "qualified_name",
     "queued_root",
     "ran_unguarded",

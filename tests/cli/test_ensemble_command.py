@@ -1,0 +1,71 @@
+"""``zk-recipes ensemble``: every server's role, mode and config version; 69 without a quorum.
+
+Against an ensemble with dynamic reconfiguration (its own config followed,
+an observer among the members) and against the shared standalone server (the
+configured hosts, not followed).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from tests.processes import CliRun
+from zk_recipes.cli._exit_codes import ExitCode
+from zk_recipes.testing import ZooKeeperCluster
+
+
+def _run(args: Sequence[str], env: dict[str, str], timeout: float = 30.0) -> tuple[int, str, str]:
+    return CliRun(args, env).wait(timeout)
+
+
+def test_the_ensemble_as_its_config_names_it_and_69_without_a_quorum(
+    cli_env: dict[str, str],
+) -> None:
+    with ZooKeeperCluster(3, reconfig=True) as cluster:
+        observer = cluster.add_server(observer=True)
+        first = cluster.servers[0]
+        env = dict(cli_env, ZK_RECIPES_HOSTS=first.connect_string)  # one server given
+        code, out, err = _run(["ensemble", "--json"], env)
+        assert code == 0, err
+        report = json.loads(out)
+        assert report["followed"] is True
+        assert report["quorum"] is True
+        assert report["problem"] is None
+        rows = {s["address"]: s for s in report["servers"]}
+        assert set(rows) == {m.connect_string for m in cluster.servers}  # learned, all four
+        assert rows[observer.connect_string]["role"] == "observer"
+        assert rows[observer.connect_string]["mode"] == "observer"
+        assert sorted(s["mode"] for s in rows.values()) == [
+            "follower",
+            "follower",
+            "leader",
+            "observer",
+        ]
+        assert {s["config_version"] for s in rows.values()} == {report["config_version"]}
+        assert [s["address"] for s in rows.values() if s["this_process"]] == [first.connect_string]
+        code, out, _ = _run(["ensemble"], env)
+        assert code == 0
+        assert "(followed)" in out
+        assert "<- this process" in out
+        assert "observer" in out
+
+        # Two of three voters stopped: the third (and the observer) answer, no quorum.
+        cluster.servers[1].stop()
+        cluster.servers[2].stop()
+        code, out, _ = _run(["ensemble", "--json"], dict(env, ZK_RECIPES_CONNECTION_TIMEOUT="2"))
+        assert code == ExitCode.UNAVAILABLE, out
+
+
+def test_a_server_without_dynamic_config_shows_the_configured_hosts(
+    cli_env: dict[str, str],
+) -> None:
+    code, out, err = _run(["ensemble", "--json"], cli_env)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["followed"] is False
+    assert report["config_version"] is None
+    [server] = report["servers"]
+    assert server["address"] == cli_env["ZK_RECIPES_HOSTS"]
+    assert server["mode"] in ("leader", "standalone")
+    assert server["this_process"] is True
