@@ -57,6 +57,43 @@ def test_the_ensemble_as_its_config_names_it_and_69_without_a_quorum(
         assert code == ExitCode.UNAVAILABLE, out
 
 
+def test_reconfig_adds_and_removes_and_refuses_a_change_without_a_quorum(
+    cli_env: dict[str, str],
+) -> None:
+    with ZooKeeperCluster(3, reconfig=True) as cluster:
+        one, two, three = cluster.servers
+        env = dict(cli_env, ZK_RECIPES_HOSTS=cluster.connect_string)
+        joining = cluster.start_joining()
+        code, out, err = _run(["ensemble", "reconfig", "--add", joining.server_line], env)
+        assert code == 0, err
+        assert joining.connect_string in out
+        code, out, _ = _run(["ensemble", "--json"], env)
+        assert joining.connect_string in {s["address"] for s in json.loads(out)["servers"]}
+
+        # Bad input: refused before anything is sent, with what is wrong.
+        for args, says in (
+            (["--add", "server.9=nowhere"], "--add"),
+            (["--add", joining.server_line], "a member already"),
+            (["--remove", "99"], "no server with id 99"),
+        ):
+            code, _, err = _run(["ensemble", "reconfig", *args], env)
+            assert code == ExitCode.CONFIG, err
+            assert says in err
+        code, _, err = _run(["ensemble", "reconfig"], env)
+        assert code == ExitCode.USAGE
+
+        # One voter of four down: removing two serving ones would leave 1 of 2 serving.
+        three.stop()
+        args = ["ensemble", "reconfig", "--remove", str(one.myid), "--remove", str(two.myid)]
+        code, _, err = _run(args, env)
+        assert code == ExitCode.CONFIG
+        assert "1 of 2 voting servers would serve: no quorum" in err
+        # Removing the one that is down leaves three of three serving: made.
+        code, out, err = _run(["ensemble", "reconfig", "--remove", str(three.myid)], env)
+        assert code == 0, err
+        assert three.connect_string not in out
+
+
 def test_a_server_without_dynamic_config_shows_the_configured_hosts(
     cli_env: dict[str, str],
 ) -> None:
@@ -69,3 +106,6 @@ def test_a_server_without_dynamic_config_shows_the_configured_hosts(
     assert server["address"] == cli_env["ZK_RECIPES_HOSTS"]
     assert server["mode"] in ("leader", "standalone")
     assert server["this_process"] is True
+    code, _, err = _run(["ensemble", "reconfig", "--remove", "1"], cli_env)
+    assert code == ExitCode.CONFIG
+    assert "no dynamic config" in err

@@ -29,6 +29,7 @@ from zk_recipes.cli._arguments import check_path
 from zk_recipes.cli._click_beat import add_beat_commands
 from zk_recipes.cli._click_dedup import add_dedup_commands
 from zk_recipes.cli._click_discovery import add_discovery_commands
+from zk_recipes.cli._click_ensemble import add_ensemble_commands
 from zk_recipes.cli._click_queue import add_queue_commands
 from zk_recipes.cli._click_shared import (
     CONTEXT,
@@ -44,7 +45,7 @@ from zk_recipes.cli._click_shared import (
 )
 from zk_recipes.cli._exit_codes import ExitCode
 from zk_recipes.cli._guarded import run_as_leader, run_locked
-from zk_recipes.cli._reports import print_ensemble, print_holders, print_status
+from zk_recipes.cli._reports import print_holders, print_status
 from zk_recipes.frameworks import leader_path, lock_path
 
 
@@ -195,25 +196,7 @@ def add_click_commands(
             code = print_holders(client, path, as_json=as_json)
         sys.exit(code)
 
-    @add
-    @json_option
-    @click.pass_context
-    def ensemble(ctx: click.Context, as_json: bool) -> None:
-        """Show every server of the ensemble: role, mode, zxid, latency, load, config version.
-
-        \b
-        The servers are those the ensemble's own config names (followed by the
-        client), else the configured hosts; each is asked with the srvr and conf
-        four-letter words (4lw.commands.whitelist must allow them). The server this
-        process is connected to is marked. Exit 0 when a quorum answers, {UNAVAILABLE}
-        when it does not or ZooKeeper cannot be reached.
-        Examples:
-          {PROG} ensemble
-          {PROG} ensemble --json | jq '.servers[] | [.address, .mode]'
-        """
-        with connected(config_of, ctx, at_once=True) as (client, _config):
-            code = print_ensemble(client, as_json=as_json)
-        sys.exit(code)
+    add_ensemble_commands(group, config_of, filled, decorate)
 
     @add
     @json_option

@@ -111,14 +111,28 @@ class Membership(Generic[M]):
             data, _stat = reader.retry(lambda: reader.get("/zookeeper/config"))
         return Ensemble.from_config(data)
 
-    def add_server(self, *, observer: bool = False) -> M:
-        """Start a new server and make it a member (a participant, or an observer)."""
+    def start_joining(self, *, observer: bool = False) -> M:
+        """Start a new server, not a member yet: its ``server_line`` is what to add.
+
+        It syncs with the leader as a non-voting member; ``reconfigure(joining=
+        (member.server_line,))`` (or an operator's reconfig) makes it one.
+        """
         self._require_reconfig()
         member = self._new_member("observer" if observer else "participant")
         self.servers.append(member)  # its own config lists the members and itself
         try:
             member._spawn()
             member._await_ready()
+        except BaseException:
+            self.servers.remove(member)
+            member.kill()
+            raise
+        return member
+
+    def add_server(self, *, observer: bool = False) -> M:
+        """Start a new server and make it a member (a participant, or an observer)."""
+        member = self.start_joining(observer=observer)
+        try:
             self.reconfigure(joining=(member.server_line,))
         except BaseException:
             self.servers.remove(member)
