@@ -37,7 +37,16 @@ def test_every_recipe_page_with_code_includes_a_tested_example() -> None:
         for page in docs.glob("*.md")
         if "example_projects/recipes/pages/" in page.read_text()
     }
-    not_recipes = {"asyncio", "client", "ensemble", "operations", "security", "settings", "sigterm", "testing"}
+    not_recipes = {
+        "asyncio",
+        "client",
+        "ensemble",
+        "operations",
+        "security",
+        "settings",
+        "sigterm",
+        "testing",
+    }
     recipes = {name.removesuffix("_page").replace("_", "-") for name in EXAMPLES} - not_recipes
     assert recipes <= included
     # That no page (recipe or other) retypes Python is tests/test_docs.py's check.
