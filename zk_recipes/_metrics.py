@@ -33,7 +33,7 @@ import re
 import threading
 import weakref
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from zk_recipes._errors import ConfigurationError, WrongTypeError
 
@@ -153,6 +153,17 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
         ("queue",),
         "Time the consumer spent on one queue node (all its items), whether it returned or raised",
     ),
+    "zk_recipes_ensemble_config_version": (
+        "gauge",
+        (),
+        "The version of the ensemble config this process's clients follow (/zookeeper/config; "
+        "the newest if several), 0 when none is followed",
+    ),
+    "zk_recipes_ensemble_servers": (
+        "gauge",
+        ("role",),
+        "Servers of the followed ensemble config, by role (participant, observer)",
+    ),
     "zk_recipes_queue_items": (
         "gauge",
         ("queue",),
@@ -241,6 +252,10 @@ class Observed(Protocol):
     def _metric_snapshot(self) -> tuple[str | None, int]:
         """(state name, or None when not started or closed; guaranteed deletes pending)."""
         ...
+
+    @property
+    def ensemble(self) -> Any:
+        """The ensemble the client follows (``_client/ensemble.Ensemble``), or None."""
 
 
 #: The sink recipes record into; None: metrics off (not installed, or disabled).

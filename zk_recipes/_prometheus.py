@@ -25,6 +25,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import CollectorRegistry
 
 from zk_recipes import _metrics
+from zk_recipes._client.ensemble import Ensemble
 from zk_recipes._metrics import METRICS, RECIPE_LABELS
 
 #: Buckets of the lock wait histogram (seconds): a round trip to an hour-long queue.
@@ -98,6 +99,7 @@ class _ClientCollector:
         yield GaugeMetricFamily(
             "zk_recipes_queue_items", _help("zk_recipes_queue_items"), labels=["queue"]
         )
+        yield from _ensemble_gauges(None)
 
     def collect(self) -> Iterator[Metric]:
         states = dict.fromkeys(GAUGE_STATES, 0)
@@ -141,6 +143,21 @@ class _ClientCollector:
         for path, length in sorted(lengths.items()):
             items.add_metric([path], length)
         yield items
+        followed = [e for c in list(_metrics.clients) if (e := c.ensemble) is not None]
+        yield from _ensemble_gauges(max(followed, key=lambda e: e.version, default=None))
+
+
+def _ensemble_gauges(ensemble: Ensemble | None) -> Iterator[Metric]:
+    """The followed ensemble's config version and servers by role (none: 0 and no rows)."""
+    name = "zk_recipes_ensemble_config_version"
+    yield GaugeMetricFamily(name, _help(name), value=ensemble.version if ensemble else 0)
+    name = "zk_recipes_ensemble_servers"
+    servers = GaugeMetricFamily(name, _help(name), labels=["role"])
+    if ensemble is not None:
+        roles = [server.role for server in ensemble.servers]
+        for role in sorted(set(roles)):
+            servers.add_metric([role], roles.count(role))
+    yield servers
 
 
 class PrometheusSink:

@@ -11,6 +11,7 @@ the server, and its next connection goes to the tracked servers.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 
@@ -107,7 +108,9 @@ def test_a_server_without_dynamic_config_is_followed_quietly_not_at_all(
     assert zk_client_factory(track_ensemble=False).ensemble is None
 
 
-def test_every_original_server_is_replaced_under_a_lock_a_latch_and_a_cache() -> None:
+def test_every_original_server_is_replaced_under_a_lock_a_latch_and_a_cache(
+    registry: Any,
+) -> None:
     with ZooKeeperCluster(3, reconfig=True) as cluster:
         originals = list(cluster.servers)
         # Given one original server only: what it learns comes from the ensemble's config.
@@ -148,6 +151,11 @@ def test_every_original_server_is_replaced_under_a_lock_a_latch_and_a_cache() ->
             shown = dict(connection_rows(report))["ensemble"]
             assert shown.startswith(f"config {tracked.version:x}: ")
             assert all(f"127.0.0.1:{port} (participant)" in shown for port in wanted)
+            # ... and the metrics (the newest config any client of the process follows).
+            scraped = registry.get_sample_value("zk_recipes_ensemble_config_version")
+            assert scraped == tracked.version
+            servers = {"role": "participant"}
+            assert registry.get_sample_value("zk_recipes_ensemble_servers", servers) == 2
 
             # The session lived through it all, and so did the holds (in doubt while
             # it moved to another server: SUSPENDED, then RECONNECTED).
