@@ -28,7 +28,13 @@ from zk_recipes import (
 )
 from zk_recipes._client.ensemble import EnsembleTracker, parse_config
 from zk_recipes.frameworks import connection_report, connection_rows
-from zk_recipes.testing import StateRecorder, ZooKeeperCluster, wait_until
+from zk_recipes.testing import (
+    StateRecorder,
+    ZooKeeperCluster,
+    ZooKeeperServer,
+    free_ports,
+    wait_until,
+)
 from zk_recipes.testing.pytest_plugin import ClientFactory
 
 CONFIG = b"""server.1=10.0.0.1:2888:3888:participant;0.0.0.0:2181
@@ -75,7 +81,7 @@ def test_the_tracker_keeps_the_last_good_list_and_says_so_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     used: list[str] = []
-    tracker = EnsembleTracker(used.append)
+    tracker = EnsembleTracker(used.append, reachable=lambda _ensemble: True)
     with caplog.at_level(logging.INFO, logger="zk_recipes.client"):
         assert tracker.offer(b"server.1=h1:1:2;2181") is not None  # no version line: 0
         assert used == ["h1:2181"]
@@ -194,3 +200,21 @@ def test_the_harness_refuses_membership_changes_without_reconfig() -> None:
             ZooKeeperCluster(3, reconfig=True, quorum_proxies=True)
     finally:
         cluster.close()
+
+
+def test_a_config_naming_only_servers_that_do_not_answer_keeps_the_last_good_list(
+    zk_server: ZooKeeperServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    used: list[str] = []
+    tracker = EnsembleTracker(used.append)  # tries to connect, as a client's does
+    live = f"server.1=127.0.0.1:1:2;{zk_server.port}\nversion=1".encode()
+    assert tracker.offer(live) is not None
+    (closed,) = free_ports(1)
+    with caplog.at_level(logging.WARNING, logger="zk_recipes.client"):
+        nowhere = f"server.2=127.0.0.1:1:2;{closed}\nversion=2".encode()
+        assert tracker.offer(nowhere) is None
+    assert used == [f"127.0.0.1:{zk_server.port}"]
+    assert tracker.ensemble is not None
+    assert tracker.ensemble.version == 1
+    assert "accepts a connection from here" in caplog.text
+    assert "keeping the last good one" in caplog.text

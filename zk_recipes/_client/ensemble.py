@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import socket
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -178,15 +179,22 @@ def parse_config(data: bytes) -> Ensemble:
 
 
 class EnsembleTracker:
-    """Follows ``/zookeeper/config`` for one client and hands its hosts to the connection.
+    """What one client follows: each config read is ``offer``ed; its hosts go to the connection.
 
-    ``read(callback)`` sends the read (with a watch that calls ``changed``);
-    the client calls ``start_reading`` at each connection. Quiet where the
-    server does not allow it (see the module note).
+    A new host list is used only if one of its servers accepts a connection
+    (``reachable``; a config naming only servers no client can reach, a typo
+    in a client port say, would strand the client at its next reconnect): if
+    none does, a warning, and the last good list stays. Quiet where the server
+    does not allow reading the config (see the module note).
     """
 
-    def __init__(self, use_hosts: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        use_hosts: Callable[[str], None],
+        reachable: Callable[[Ensemble], bool] | None = None,
+    ) -> None:
         self._use_hosts = use_hosts
+        self._reachable = reachable or any_server_answers
         self._lock = threading.Lock()
         self.ensemble: Ensemble | None = None
         self._told_unavailable = False
@@ -209,13 +217,34 @@ class EnsembleTracker:
             previous = self.ensemble
             if previous is not None and previous.version > ensemble.version:
                 return previous  # an older config read late (a reply behind a watch event)
+        moved = previous is None or previous.hosts != ensemble.hosts
+        if moved and not self._reachable(ensemble):
+            self._bad(
+                data,
+                EnsembleConfigError(
+                    f"none of its servers ({ensemble.hosts}) accepts a connection from here"
+                ),
+            )
+            return None
+        with self._lock:
+            if self.ensemble is not None and self.ensemble.version > ensemble.version:
+                return self.ensemble  # a newer one was followed while we looked
             self.ensemble = ensemble
-        if previous is None or previous.hosts != ensemble.hosts:
+        if moved:
             log.info(
                 "following the ensemble's config version %x: %s", ensemble.version, ensemble.hosts
             )
             self._use_hosts(ensemble.hosts)
         return ensemble
+
+    def would_move(self, data: bytes) -> bool:
+        """Whether ``offer(data)`` would try a new host list (and so connect to its servers)."""
+        try:
+            ensemble = parse_config(data)
+        except EnsembleConfigError:
+            return False
+        current = self.ensemble
+        return current is None or current.hosts != ensemble.hosts
 
     def _bad(self, data: bytes, exc: EnsembleConfigError) -> None:
         """A config that cannot be followed: a warning once per version; the hosts stay."""
@@ -240,6 +269,17 @@ class EnsembleTracker:
                 "not following the ensemble's membership (%s): the configured hosts stay in use",
                 why,
             )
+
+
+def any_server_answers(ensemble: Ensemble, timeout: float = 1.0) -> bool:
+    """True once one server of ``ensemble`` accepts a TCP connection (tried in order)."""
+    for server in ensemble.servers:
+        try:
+            with socket.create_connection((server.host, server.port), timeout=timeout):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _version_of(data: bytes) -> int | None:
@@ -314,8 +354,20 @@ class EnsembleFollower:
             return
         except ZkRecipesError:
             return  # the connection went: the next one reads again
-        self.tracker.offer(data)
-        self._read_once.set()
+        if not self.tracker.would_move(data):
+            self._offer(data)  # nothing to try: at once, on this thread
+            return
+        # Not on the connection's completion thread: offer() tries to connect to the
+        # servers of a new list (a moment, once per membership change).
+        threading.Thread(
+            target=self._offer, args=(data,), name="zk-recipes ensemble", daemon=True
+        ).start()
+
+    def _offer(self, data: bytes) -> None:
+        try:
+            self.tracker.offer(data)
+        finally:
+            self._read_once.set()
 
 
 class _Reconfiguring(Protocol):
