@@ -18,9 +18,11 @@ import pytest
 from zk_recipes import (
     ConfigurationError,
     ConnectionState,
+    DistributedQueue,
     Ensemble,
     EnsembleConfigError,
     EnsembleServer,
+    ItemContext,
     LeaderLatch,
     Lock,
     TreeCache,
@@ -114,20 +116,33 @@ def test_a_server_without_dynamic_config_is_followed_quietly_not_at_all(
     assert zk_client_factory(track_ensemble=False).ensemble is None
 
 
-def test_every_original_server_is_replaced_under_a_lock_a_latch_and_a_cache(
+def test_every_original_server_is_replaced_under_a_lock_a_latch_a_queue_and_a_cache(
     registry: Any,
 ) -> None:
+    """3 -> 5 (two added), one original moved to new ports, the other two removed: every
+    original server gone. Each process side has a client of its own, given one original
+    server only (what it learns comes from the ensemble's config)."""
     with ZooKeeperCluster(3, reconfig=True) as cluster:
         originals = list(cluster.servers)
-        # Given one original server only: what it learns comes from the ensemble's config.
         client = ZkClient(originals[0].connect_string, session_timeout=4.0, namespace="/roll")
-        states = StateRecorder()
+        consumer_client = ZkClient(
+            originals[1].connect_string, session_timeout=4.0, namespace="/roll"
+        )
+        states, consumer_states = StateRecorder(), StateRecorder()
         client.add_listener(states)
+        consumer_client.add_listener(consumer_states)
         client.start()
+        consumer_client.start()
         checker = ZkClient(cluster.connect_string).start()
+        fencing_log: list[tuple[bytes, int | None]] = []
+
+        def consume(value: bytes, context: ItemContext) -> None:
+            fencing_log.append((value, context.fencing_token))  # what storage would be told
+
+        queue = DistributedQueue(consumer_client, "/jobs", consume, lock_path="/jobs-locks")
         try:
             wait_until(lambda: client.ensemble is not None, "the ensemble followed", 10)
-            session = client.session_id
+            session, consumer_session = client.session_id, consumer_client.session_id
             lock = Lock(client, "/lock")
             assert lock.acquire(timeout=10)
             token = lock.fencing_token
@@ -138,12 +153,17 @@ def test_every_original_server_is_replaced_under_a_lock_a_latch_and_a_cache(
             client.ensure_path("/tree")
             cache.start()
             assert cache.wait_initialized(10)
+            queue.start()
 
-            added = [cluster.add_server(), cluster.add_server()]
-            for n, old in enumerate(originals):
+            added = [cluster.add_server(), cluster.add_server()]  # growing 3 -> 5
+            queue.put(b"job-grown")
+            moved = cluster.move_server(originals[0])  # to new ports (a new id)
+            queue.put(b"job-moved")
+            for n, old in enumerate(originals[1:]):
                 cluster.remove_server(old)
                 client.create(f"/tree/after-{n}", b"%d" % n)
-            wanted = {m.port for m in added}
+                queue.put(b"job-%d" % n)
+            wanted = {m.port for m in [*added, moved]}
             wait_until(
                 lambda: {s.port for s in (client.ensemble or Ensemble((), 0)).servers} == wanted,
                 "the new membership followed",
@@ -161,23 +181,31 @@ def test_every_original_server_is_replaced_under_a_lock_a_latch_and_a_cache(
             scraped = registry.get_sample_value("zk_recipes_ensemble_config_version")
             assert scraped == tracked.version
             servers = {"role": "participant"}
-            assert registry.get_sample_value("zk_recipes_ensemble_servers", servers) == 2
+            assert registry.get_sample_value("zk_recipes_ensemble_servers", servers) == 3
 
-            # The session lived through it all, and so did the holds (in doubt while
-            # it moved to another server: SUSPENDED, then RECONNECTED).
+            # The sessions lived through it all, and so did the holds (in doubt while
+            # each moved to another server: SUSPENDED, then RECONNECTED).
             wait_until(lock.is_held, "the lock held for sure again", 20)
-            assert client.session_id == session
-            assert ConnectionState.LOST not in states.states
+            assert (client.session_id, consumer_client.session_id) == (session, consumer_session)
+            assert ConnectionState.LOST not in states.states + consumer_states.states
             assert lock.fencing_token == token
             assert latch.has_leadership()
-            wait_until(lambda: len(cache.children("/tree")) == 3, "the cache", 10)
+            wait_until(lambda: len(cache.children("/tree")) == 2, "the cache", 10)
             on_server = sorted(checker.get_children("/roll/tree"))
             assert sorted(cache.children("/tree")) == on_server
+            # Every job consumed once, each under a newer claim than the last (the fencing log).
+            wait_until(lambda: len(fencing_log) == 4, "the jobs consumed", 20)
+            jobs = [job for job, _ in fencing_log]
+            assert sorted(jobs) == [b"job-0", b"job-1", b"job-grown", b"job-moved"]
+            tokens = [t for _, t in fencing_log if t is not None]
+            assert len(tokens) == 4
+            assert tokens == sorted(tokens)
+            assert len(set(tokens)) == 4
 
             # A new connection attempt (the server it is on goes) uses the tracked list.
             wait_until(lambda: cluster.server_for_session(session) is not None, "its server", 20)
             serving = cluster.server_for_session(session)
-            assert serving in added
+            assert serving in [*added, moved]
             assert serving is not None
             serving.restart()
             wait_until(lambda: client.state is ConnectionState.RECONNECTED, "reconnected", 20)
@@ -187,7 +215,9 @@ def test_every_original_server_is_replaced_under_a_lock_a_latch_and_a_cache(
             lock.release()
             cache.close()
         finally:
+            queue.close()
             client.close()
+            consumer_client.close()
             checker.close()
 
 
