@@ -177,6 +177,10 @@ def test_every_original_server_is_replaced_under_a_lock_a_latch_a_queue_and_a_ca
             shown = dict(connection_rows(report))["ensemble"]
             assert shown.startswith(f"config {tracked.version:x}: ")
             assert all(f"127.0.0.1:{port} (participant)" in shown for port in wanted)
+            # With the servers asked (status pages, `zk-recipes status`): each one's mode.
+            asked = dict(connection_rows(connection_report(client)))["ensemble"]
+            assert asked.count(", leader)") == 1
+            assert asked.count(", follower)") == 2
             # ... and the metrics (the newest config any client of the process follows).
             scraped = registry.get_sample_value("zk_recipes_ensemble_config_version")
             assert scraped == tracked.version

@@ -15,6 +15,7 @@ import socket
 from typing import Any
 
 from zk_recipes import ConnectionState, DistributedQueue, ProcessClient, ServiceDiscovery, ZkClient
+from zk_recipes.frameworks._ensemble_report import ensemble_report
 
 #: The keys of a health answer taken from ``connection_report``.
 HEALTH_KEYS = ("state", "session_id", "negotiated_session_timeout")
@@ -77,8 +78,9 @@ def connection_report(client: ZkClient, *, server: bool = True) -> dict[str, Any
         "session_timeout": client.settings.session_timeout,
         "negotiated_session_timeout": client.negotiated_session_timeout,
         "server": server_info(*address) if address and server else None,
-        # The ensemble the client follows (its own config; None: not followed).
-        "ensemble": _ensemble(client),
+        # The ensemble: the config the client follows, and (with ``server``) each
+        # server's mode as it answers now (ensemble_report).
+        "ensemble": _ensemble(client, probe=server and address is not None),
         # The instances this process announces with this client (discovery).
         "services": [f"{i.name}/{i.id}" for i in ServiceDiscovery.registered_by(client)],
         # The queues this process has open (a read or two each: not in a health check).
@@ -87,12 +89,25 @@ def connection_report(client: ZkClient, *, server: bool = True) -> dict[str, Any
     return report
 
 
-def _ensemble(client: ZkClient) -> dict[str, Any] | None:
+def _ensemble(client: ZkClient, *, probe: bool) -> dict[str, Any] | None:
+    """The followed config (no I/O), or with ``probe`` every server asked (``ensemble_report``)."""
+    if probe:
+        report = ensemble_report(client, timeout=1.0)
+        return {
+            "version": report["config_version"],
+            "followed": report["followed"],
+            "quorum": report["quorum"],
+            "servers": [
+                f"{s['address']} ({s['role']}, {s.get('mode') or s.get('error', '?')})"
+                for s in report["servers"]
+            ],
+        }
     ensemble = client.ensemble
     if ensemble is None:
         return None
     return {
         "version": f"{ensemble.version:x}",
+        "followed": True,
         "servers": [f"{s.address} ({s.role})" for s in ensemble.servers],
     }
 

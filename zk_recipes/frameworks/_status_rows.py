@@ -76,10 +76,13 @@ def connection_rows(report: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def _ensemble(ensemble: dict[str, Any] | None) -> str:
-    """``config 100000003: 10.0.0.4:2181 (participant), ...``, or what is followed instead."""
+    """``config 100000003 (followed): 10.0.0.4:2181 (participant, leader), ...``."""
     if not ensemble:
         return "not followed (the configured hosts)"
-    return f"config {ensemble['version']}: " + ", ".join(ensemble["servers"])
+    where = f"config {ensemble['version']}" if ensemble.get("followed") else "configured hosts"
+    if ensemble.get("quorum") is False:
+        where += ", NO QUORUM"
+    return f"{where}: " + ", ".join(ensemble["servers"])
 
 
 def _queues(queues: list[dict[str, Any]]) -> str:
