@@ -33,9 +33,11 @@ phase "ruff"
 phase "mypy --strict"
 .venv/bin/mypy
 phase "docs: mkdocs build --strict"
-site_dir="$(mktemp -d)"
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$site_dir/site"
-rm -rf "$site_dir"
+# Built once: the docs site's browser test (tests/integrations/test_docs_site.py) reads
+# this build instead of making its own.
+rm -rf .test-site
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir .test-site
+export ZK_RECIPES_BUILT_SITE="$ROOT/.test-site"
 
 # pytest's exit code 5 means it collected no test: a failure here, unless the
 # arguments select tests (-k, -m, ...) and the other run did run some.
