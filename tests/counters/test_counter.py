@@ -375,7 +375,7 @@ def _incrementer(
 def test_eight_processes_add_up_exactly(
     promote: bool, zk_hosts: str, zk_namespace: str, zk_client: ZkClient, tmp_path: Path
 ) -> None:
-    processes, per_process = 8, 500
+    processes, per_process = 8, 250
     context = multiprocessing.get_context("spawn")
     start = context.Event()
     outs = [tmp_path / f"out-{i}.log" for i in range(processes)]
