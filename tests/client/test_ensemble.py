@@ -10,11 +10,15 @@ the server, and its next connection goes to the tracked servers.
 
 from __future__ import annotations
 
+import json
 import logging
+import multiprocessing
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.client.ensemble_roles import run_role
 from zk_recipes import (
     ConfigurationError,
     ConnectionState,
@@ -223,6 +227,68 @@ def test_every_original_server_is_replaced_under_a_lock_a_latch_a_queue_and_a_ca
             client.close()
             consumer_client.close()
             checker.close()
+
+
+def test_processes_keep_their_holds_leaders_queue_and_cache_through_a_replacement(
+    tmp_path: Path,
+) -> None:
+    """The same replacement with each role in a process of its own (spawned), each given
+    one original server: no process is restarted, none sees LOST, each keeps its session,
+    and the queue's fencing log and the cache's children are checked at the end."""
+    roles = ("lock", "latch", "queue", "cache")
+    context = multiprocessing.get_context("spawn")
+    with ZooKeeperCluster(3, reconfig=True) as cluster:
+        originals = list(cluster.servers)
+        stop = context.Event()
+        readies = {role: context.Event() for role in roles}
+        outs = {role: tmp_path / f"{role}.json" for role in roles}
+        processes = [
+            context.Process(
+                target=run_role,
+                args=(role, originals[i % 3].connect_string, readies[role], stop, str(outs[role])),
+                name=f"role {role}",
+            )
+            for i, role in enumerate(roles)
+        ]
+        for process in processes:
+            process.start()
+        try:
+            for role, ready in readies.items():
+                assert ready.wait(60), f"the {role} process did not get going"
+            with ZkClient(cluster.connect_string, namespace="/roll") as producer:
+                queue = DistributedQueue(producer, "/jobs")
+                added = [cluster.add_server(), cluster.add_server()]
+                queue.put(b"job-grown")
+                moved = cluster.move_server(originals[0])
+                queue.put(b"job-moved")
+                for n, old in enumerate(originals[1:]):
+                    cluster.remove_server(old)
+                    producer.create(f"/tree/after-{n}")
+                    queue.put(b"job-%d" % n)
+                on_server = sorted(producer.get_children("/tree"))
+            stop.set()
+            for process in processes:
+                process.join(60)
+                assert process.exitcode == 0, process.name
+        finally:
+            for process in processes:
+                if process.is_alive():
+                    process.kill()
+        results = {role: json.loads(outs[role].read_text()) for role in roles}
+        new_ports = {m.port for m in [*added, moved]}
+    for role, result in results.items():
+        assert result["same_session"], role
+        assert not result["lost"], role
+        assert {int(h.rsplit(":", 1)[1]) for h in result["followed"].split(",")} == new_ports
+    assert results["lock"]["held"]
+    assert results["lock"]["same_token"]
+    assert results["latch"]["leader"]
+    assert results["cache"]["children"] == on_server
+    log = results["queue"]["fencing_log"]
+    assert sorted(job for job, _ in log) == ["job-0", "job-1", "job-grown", "job-moved"]
+    tokens = [token for _, token in log]
+    assert tokens == sorted(tokens)
+    assert len(set(tokens)) == 4
 
 
 def test_the_harness_refuses_membership_changes_without_reconfig() -> None:
