@@ -6,9 +6,6 @@
 
 from __future__ import annotations
 
-from zk_recipes import Lock, ZkClient
-from zk_recipes.testing import ZooKeeperCluster, wait_until
-
 
 def main(hosts: str) -> None:
     rolling_replacement()
@@ -16,6 +13,9 @@ def main(hosts: str) -> None:
 
 def rolling_replacement() -> None:
     # --8<-- [start:example]
+    from zk_recipes import Lock, ZkClient
+    from zk_recipes.testing import ZooKeeperCluster, wait_until
+
     with ZooKeeperCluster(3, reconfig=True) as cluster:  # reconfigEnabled=true
         originals = list(cluster.servers)
         # Given the three original servers, as a deployment's setting would.

@@ -62,6 +62,7 @@ def test_flask_zk_help_lists_the_commands(make_app: AppFactory) -> None:
         "announce",
         "beat",
         "dedup",
+        "ensemble",
         "holders",
         "leader",
         "lock",
