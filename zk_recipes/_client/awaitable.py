@@ -15,8 +15,7 @@ request: it is on the wire already.
 from __future__ import annotations
 
 import asyncio
-import threading
-import weakref
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -66,62 +65,10 @@ class _Requests(Protocol):
 T = TypeVar("T")
 
 
-class _Inbox:
-    """One loop's calls posted from other threads, handed over with one wake per burst.
-
-    ``call_soon_threadsafe`` writes to the loop's self-pipe and costs a loop
-    pass for each call; replies come in bursts (a create and the listing
-    pipelined with it, a watch and a reply), so the calls posted while a
-    hand-over is already scheduled ride on it: one wake, one pass, in order.
-    """
-
-    __slots__ = ("_calls", "_guard", "_loop", "_scheduled")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._guard = threading.Lock()
-        self._calls: list[tuple[Callable[..., object], tuple[Any, ...]]] = []
-        self._scheduled = False
-
-    def post(self, fn: Callable[..., object], args: tuple[Any, ...]) -> None:
-        with self._guard:
-            self._calls.append((fn, args))
-            if self._scheduled:
-                return
-            self._scheduled = True
-        try:
-            self._loop.call_soon_threadsafe(self._drain)
-        except RuntimeError:  # the loop is closed: nobody awaits
-            with self._guard:
-                self._calls.clear()
-                self._scheduled = False
-
-    def _drain(self) -> None:
-        with self._guard:
-            calls, self._calls = self._calls, []
-            self._scheduled = False
-        for fn, args in calls:
-            try:
-                fn(*args)
-            except Exception as exc:  # as a handle of its own would: reported, the rest run
-                self._loop.call_exception_handler(
-                    {"message": f"exception in {fn!r} posted to the loop", "exception": exc}
-                )
-
-
-_inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = weakref.WeakKeyDictionary()
-_inboxes_guard = threading.Lock()
-
-
 def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: Any) -> None:
-    """``fn(*args)`` soon on ``loop``, from any thread (see ``_Inbox``); nothing once it closed."""
-    inbox = _inboxes.get(loop)
-    if inbox is None:
-        with _inboxes_guard:
-            inbox = _inboxes.get(loop)
-            if inbox is None:
-                inbox = _inboxes[loop] = _Inbox(loop)
-    inbox.post(fn, args)
+    """``loop.call_soon_threadsafe``; nothing when the loop is closed (nobody awaits)."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(fn, *args)
 
 
 def settle(pending: Pending[T]) -> asyncio.Future[T]:
