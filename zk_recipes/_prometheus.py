@@ -25,7 +25,6 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import CollectorRegistry
 
 from zk_recipes import _metrics
-from zk_recipes._client.ensemble import Ensemble
 from zk_recipes._metrics import METRICS, RECIPE_LABELS
 
 #: Buckets of the lock wait histogram (seconds): a round trip to an hour-long queue.
@@ -147,8 +146,12 @@ class _ClientCollector:
         yield from _ensemble_gauges(max(followed, key=lambda e: e.version, default=None))
 
 
-def _ensemble_gauges(ensemble: Ensemble | None) -> Iterator[Metric]:
-    """The followed ensemble's config version and servers by role (none: 0 and no rows)."""
+def _ensemble_gauges(ensemble: Any) -> Iterator[Metric]:
+    """The followed ensemble's config version and servers by role (none: 0 and no rows).
+
+    ``ensemble``: a ``zk_recipes.Ensemble`` or None (typed Any here: this leaf module
+    does not import the client's).
+    """
     name = "zk_recipes_ensemble_config_version"
     yield GaugeMetricFamily(name, _help(name), value=ensemble.version if ensemble else 0)
     name = "zk_recipes_ensemble_servers"

@@ -32,7 +32,8 @@ from zk_recipes import (
     TreeCache,
     ZkClient,
 )
-from zk_recipes._client.ensemble import EnsembleTracker, parse_config
+from zk_recipes._client.ensemble import parse_config
+from zk_recipes._client.ensemble_tracking import EnsembleTracker
 from zk_recipes.frameworks import connection_report, connection_rows
 from zk_recipes.testing import (
     StateRecorder,

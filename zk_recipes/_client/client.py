@@ -43,7 +43,8 @@ from zk_recipes._client.awaitable import AsyncRequests
 from zk_recipes._client.connection_holder import ConnectionHolder
 from zk_recipes._client.creates import CreateResult, Creator
 from zk_recipes._client.deletes import Attempt, GuaranteedDeleter, attempt_steps
-from zk_recipes._client.ensemble import Ensemble, EnsembleFollower, reconfigure
+from zk_recipes._client.ensemble import Ensemble
+from zk_recipes._client.ensemble_tracking import EnsembleFollower, reconfigure
 from zk_recipes._client.holder import holder_check
 from zk_recipes._client.kazoo import KazooConnection, Pending
 from zk_recipes._client.kazoo.bound import Still
