@@ -37,7 +37,7 @@ phase "docs: mkdocs build --strict"
 # this build instead of making its own.
 rm -rf .test-site
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir .test-site
-export ZK_RECIPES_BUILT_SITE="$ROOT/.test-site"
+export DOCS_SITE_BUILT_BY_TEST_SH="$ROOT/.test-site"
 
 # pytest's exit code 5 means it collected no test: a failure here, unless the
 # arguments select tests (-k, -m, ...) and the other run did run some.

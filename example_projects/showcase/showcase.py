@@ -124,7 +124,8 @@ class Health:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(10)
+        if self._thread.ident is not None:  # started: a failure before it must not be hidden
+            self._thread.join(10)
 
     def _run(self) -> None:
         while not self._stop.wait(0.1):

@@ -352,6 +352,10 @@ def test_a_leftover_ready_of_a_crashed_round_lets_no_one_in_early(
     assert b.leave(timeout=20)
     assert leaving.result(20)
     left = children(observer, path)
+    if time.monotonic() - crashed_at > 8:
+        # The crashed sessions may have expired meanwhile (a loaded machine): their nodes
+        # are gone and nothing below can be proven with them.
+        pytest.skip("too slow to prove anything: the crashed round's sessions may have expired")
     assert [n for n in left if n != READY_NODE] == [n for n in stale if n != READY_NODE]
     # While the crashed members' nodes linger, the round's 'ready' stays to shield the
     # next round from them: a lone arrival is not let in.

@@ -45,8 +45,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The site, built once for the module: its directory (the README's test command built
-    it strictly just before the tests, and says where: ``ZK_RECIPES_BUILT_SITE``)."""
-    built_before = os.environ.get("ZK_RECIPES_BUILT_SITE")
+    it strictly just before the tests, and says where: ``DOCS_SITE_BUILT_BY_TEST_SH``)."""
+    built_before = os.environ.get("DOCS_SITE_BUILT_BY_TEST_SH")
     if built_before and (Path(built_before) / "index.html").is_file():
         return Path(built_before)
     out = tmp_path_factory.mktemp("site")

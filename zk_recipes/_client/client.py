@@ -151,7 +151,7 @@ class ZkClient(WatchRequests):
         new_members: Sequence[str] = (),
         from_config: int = -1,
     ) -> Ensemble:
-        """Change the membership (dynamic reconfiguration): see ``ensemble.reconfigure``."""
+        """Change the membership (dynamic reconfiguration): ``ensemble_tracking.reconfigure``."""
         return reconfigure(self, joining, leaving, new_members, from_config)
 
     def wait_ensemble(self, timeout: float) -> Ensemble | None:
