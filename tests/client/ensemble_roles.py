@@ -83,6 +83,8 @@ def run_role(role: str, hosts: str, ready: Any, stop: Any, out: str) -> None:
                 result["children"] = sorted(cache.children("/tree"))
         result["same_session"] = client.session_id == session
         result["lost"] = ConnectionState.LOST in states.states
+        # At-least-once: a second delivery is allowed after a claim was in doubt.
+        result["suspended"] = ConnectionState.SUSPENDED in states.states
         followed = client.ensemble
         result["followed"] = followed.hosts if followed is not None else None
     finally:

@@ -202,14 +202,16 @@ def test_every_original_server_is_replaced_under_a_lock_a_latch_a_queue_and_a_ca
             wait_until(lambda: len(cache.children("/tree")) == 2, "the cache", 10)
             on_server = sorted(checker.get_children("/roll/tree"))
             assert sorted(cache.children("/tree")) == on_server
-            # Every job consumed once, each under a newer claim than the last (the fencing log).
-            wait_until(lambda: len(fencing_log) == 4, "the jobs consumed", 20)
-            jobs = [job for job, _ in fencing_log]
-            assert sorted(jobs) == [b"job-0", b"job-1", b"job-grown", b"job-moved"]
+            # Every job consumed (a second time only after its claim was in doubt: at least
+            # once), each under a newer claim than the one before (the fencing log).
+            wanted_jobs = {b"job-0", b"job-1", b"job-grown", b"job-moved"}
+            wait_until(lambda: {j for j, _ in fencing_log} == wanted_jobs, "the jobs", 20)
+            if len(fencing_log) > 4:
+                assert ConnectionState.SUSPENDED in consumer_states.states, fencing_log
             tokens = [t for _, t in fencing_log if t is not None]
-            assert len(tokens) == 4
+            assert len(tokens) == len(fencing_log)
             assert tokens == sorted(tokens)
-            assert len(set(tokens)) == 4
+            assert len(set(tokens)) == len(tokens)
 
             # A new connection attempt (the server it is on goes) uses the tracked list.
             wait_until(lambda: cluster.server_for_session(session) is not None, "its server", 20)
@@ -286,10 +288,13 @@ def test_processes_keep_their_holds_leaders_queue_and_cache_through_a_replacemen
     assert results["latch"]["leader"]
     assert results["cache"]["children"] == on_server
     log = results["queue"]["fencing_log"]
-    assert sorted(job for job, _ in log) == ["job-0", "job-1", "job-grown", "job-moved"]
+    jobs = [job for job, _ in log]
+    assert set(jobs) == {"job-0", "job-1", "job-grown", "job-moved"}  # none lost
+    if len(jobs) > 4:  # at-least-once: a job again only after its claim was in doubt
+        assert results["queue"]["suspended"], log
     tokens = [token for _, token in log]
-    assert tokens == sorted(tokens)
-    assert len(set(tokens)) == 4
+    assert tokens == sorted(tokens)  # each delivery under a newer claim than the one before
+    assert len(set(tokens)) == len(tokens)
 
 
 def test_the_harness_refuses_membership_changes_without_reconfig() -> None:
