@@ -166,8 +166,38 @@ def ordered_members(
     return tuple(ordered)
 
 
+class MemberReads:
+    """The reads of a held MultiLock over its members, the sync and asyncio forms' both.
+
+    The class mixing it in keeps its members in ``_locks`` and says in
+    ``_require_held`` what holding means for it (a thread, a task).
+    """
+
+    _locks: tuple[Any, ...]
+
+    def _require_held(self) -> None:
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Raise LockLost if any member was lost with its session (never blocks)."""
+        self._require_held()
+        for lock in self._locks:
+            lock.check()
+
+    @property
+    def fencing_tokens(self) -> dict[str, int]:
+        """Each member's fencing token, by full path (namespace + path)."""
+        self._require_held()
+        return {full_path(lock): lock.fencing_token for lock in self._locks}
+
+    @property
+    def fencing_token(self) -> int:
+        """The largest member token: it grows with every acquisition of the MultiLock."""
+        return max(self.fencing_tokens.values())
+
+
 @final
-class MultiLock(LockVerbs):
+class MultiLock(MemberReads, LockVerbs):
     """Hold several locks at once, or none: ``with MultiLock([a, b]):``.
 
     Members are any lock-like recipes on one path (Lock, RLock, the
@@ -261,23 +291,6 @@ class MultiLock(LockVerbs):
         return threading.get_ident() in self._holders and all(
             lock.is_held() for lock in self._locks
         )
-
-    def check(self) -> None:
-        """Raise LockLost if any member was lost with its session."""
-        self._require_held()
-        for lock in self._locks:
-            lock.check()
-
-    @property
-    def fencing_tokens(self) -> dict[str, int]:
-        """Each member's fencing token, by full path (namespace + path)."""
-        self._require_held()
-        return {full_path(lock): lock.fencing_token for lock in self._locks}
-
-    @property
-    def fencing_token(self) -> int:
-        """The largest member token: it grows with every acquisition of this MultiLock."""
-        return max(self.fencing_tokens.values())
 
     def cancel(self) -> None:
         """End every ``acquire()`` of this MultiLock waiting now: each returns False.

@@ -26,7 +26,12 @@ from zk_recipes._client.client import ZkClient
 from zk_recipes._deadline import acquire_deadline, remaining
 from zk_recipes._errors import RecipeUsageError
 from zk_recipes._internals.locklike import AsyncLockVerbs
-from zk_recipes._locks.multilock import MultiLockStatistics, full_path, ordered_members
+from zk_recipes._locks.multilock import (
+    MemberReads,
+    MultiLockStatistics,
+    full_path,
+    ordered_members,
+)
 from zk_recipes.aio._loss import LossEvent
 
 log = logging.getLogger("zk_recipes.lock")
@@ -56,7 +61,7 @@ class AsyncMember(Protocol):
     def check(self) -> None: ...
 
 
-class MultiLock(AsyncLockVerbs):
+class MultiLock(MemberReads, AsyncLockVerbs):
     """Hold several asyncio locks at once, or none: ``async with aio.MultiLock([a, b]):``.
 
     Members: ``aio.Lock``, ``aio.RLock``, the ``aio.ReadWriteLock`` halves,
@@ -165,23 +170,6 @@ class MultiLock(AsyncLockVerbs):
         """True while a task holds it and every member is held for sure (as aio.Lock's,
         readable from any code of the loop; a read-lock member answers for the caller's task)."""
         return self._owner is not None and all(lock.is_held() for lock in self._locks)
-
-    def check(self) -> None:
-        """Raise LockLost if any member was lost with its session (never blocks)."""
-        self._require_held()
-        for lock in self._locks:
-            lock.check()
-
-    @property
-    def fencing_tokens(self) -> dict[str, int]:
-        """Each member's fencing token, by full path (namespace + path)."""
-        self._require_held()
-        return {full_path(lock): lock.fencing_token for lock in self._locks}
-
-    @property
-    def fencing_token(self) -> int:
-        """The largest member token: it grows with every acquisition."""
-        return max(self.fencing_tokens.values())
 
     def statistics(self) -> MultiLockStatistics:
         """A snapshot (see MultiLockStatistics; ``holder_threads`` names the holding task)."""
