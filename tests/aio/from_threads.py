@@ -36,21 +36,35 @@ class _Actor:
 
     A re-entrant asyncio lock belongs to a task as a sync one belongs to a
     thread, so each thread of the contract gets one task for all its calls.
+    A cancel is for the acquire this task runs; one that comes while the
+    acquire is still queued (posted, not started) ends it too, unstarted.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.calls: asyncio.Queue[tuple[Callable[[], Coroutine[Any, Any, Any]], Any]] = (
             asyncio.Queue()
         )
-        self.acquiring = False
+        self.acquiring = False  # an acquire is queued or running
+        self.running = False  # ... and running: cancel the task
+        self.cancel_queued = False  # ... and not started yet: end it unstarted
         self.task = loop.create_task(self._run())
+
+    def cancel(self) -> None:
+        if not self.acquiring:
+            return
+        if self.running:
+            self.task.cancel()
+        else:
+            self.cancel_queued = True
 
     async def _run(self) -> None:
         while True:
-            try:
-                call, done = await self.calls.get()
-            except asyncio.CancelledError:
-                continue  # a cancel that found no acquire under way
+            call, done = await self.calls.get()
+            if self.acquiring and self.cancel_queued:
+                self.acquiring = self.cancel_queued = False
+                done.set_result(False)  # cancelled before it began: nothing to withdraw
+                continue
+            self.running = True
             try:
                 done.set_result(await call())
             except asyncio.CancelledError:
@@ -58,7 +72,7 @@ class _Actor:
             except BaseException as exc:  # handed to the calling thread
                 done.set_exception(exc)
             finally:
-                self.acquiring = False
+                self.acquiring = self.running = self.cancel_queued = False
 
 
 class AioLockFromThreads(LockVerbs):
@@ -126,8 +140,7 @@ class AioLockFromThreads(LockVerbs):
             with self._guard:
                 actors = list(self._actors.values())
             for actor in actors:
-                if actor.acquiring:
-                    actor.task.cancel()
+                actor.cancel()
 
         self._loop.call_soon_threadsafe(cancel_acquires)
 

@@ -292,14 +292,18 @@ def test_cancel_ends_every_waiting_acquire_at_once(
     waiter = make_lock(zk_client_factory(), "/cancel")
     assert holder.acquire(timeout=5)
     results: list[bool] = []
+    calling = threading.Semaphore(0)
 
     def wait() -> None:
+        calling.release()
         results.append(waiter.acquire(timeout=30))
 
     threads = [threading.Thread(target=wait) for _ in range(2)]
     for thread in threads:
         thread.start()
-    _wait_for_queue(holder, 2)
+    for _ in threads:  # both threads are calling acquire (not still starting) ...
+        assert calling.acquire(timeout=5)
+    _wait_for_queue(holder, 2)  # ... and a waiter's node is queued
     cancelled_at = time.monotonic()
     waiter.cancel()
     for thread in threads:
