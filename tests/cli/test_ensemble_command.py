@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from tests.processes import CliRun
 from zk_recipes.cli._exit_codes import ExitCode
-from zk_recipes.testing import ZooKeeperCluster
+from zk_recipes.frameworks import probe_server
+from zk_recipes.testing import ZooKeeperCluster, ZooKeeperServer, free_ports
 
 
 def _run(args: Sequence[str], env: dict[str, str], timeout: float = 30.0) -> tuple[int, str, str]:
@@ -109,3 +110,45 @@ def test_a_server_without_dynamic_config_shows_the_configured_hosts(
     code, _, err = _run(["ensemble", "reconfig", "--remove", "1"], cli_env)
     assert code == ExitCode.CONFIG
     assert "no dynamic config" in err
+
+
+def test_a_server_the_words_do_not_reach_is_asked_through_its_admin_server(
+    cli_env: dict[str, str],
+) -> None:
+    with ZooKeeperServer(
+        admin_server=True, extra_config={"4lw.commands.whitelist": "ruok"}
+    ) as server:
+        assert server.admin_port is not None
+        # conf refused (srvr is always allowed from 3.5 on): the row says what is not known.
+        env = dict(cli_env, ZK_RECIPES_HOSTS=server.connect_string)
+        code, out, err = _run(["ensemble", "--json"], env)
+        assert code == 0, err
+        [row] = json.loads(out)["servers"]
+        assert (row["source"], row["mode"]) == ("4lw", "leader")
+        assert "config_version" not in row
+        assert "refuses conf" in row["note"]
+
+        # Nothing answers on a server's client port (TLS only, a firewall): its AdminServer.
+        closed = free_ports(1)[0]
+        row = probe_server(server.host, closed, admin_port=server.admin_port)
+        assert row["source"] == "admin"
+        assert row["address"] == f"{server.host}:{closed}"
+        assert row["mode"] == "leader"  # a quorum of one
+        assert row["zxid"].startswith("0x")
+        assert row["connections"] >= 0
+        assert len(row["latency_ms"].split("/")) == 3
+        assert "config_version" not in row  # the AdminServer does not tell it
+        row = probe_server(server.host, closed, admin_port=closed)
+        assert row["refused"] is True
+        assert "no AdminServer at" in row["error"]
+
+        # --admin-port, one for all or one per server, reaches ensemble_report.
+        per_server = f"{server.connect_string}={server.admin_port}"
+        for given in (str(server.admin_port), per_server):
+            code, out, err = _run(["ensemble", "--json", "--admin-port", given], env)
+            assert code == 0, err
+        # Bad input: a usage error that says what to give.
+        for bad in ("http", "70000", "127.0.0.1=8080"):
+            code, _, err = _run(["ensemble", "--admin-port", bad], env)
+            assert code == 2, err
+            assert "TCP port" in err or "HOST:CLIENT_PORT=ADMIN_PORT" in err

@@ -20,7 +20,7 @@ from zk_recipes import Ensemble, EnsembleConfigError, ZkClient, ZkRecipesError
 from zk_recipes.cli._click_shared import CONTEXT, ConfigOf, connected, json_option
 from zk_recipes.cli._exit_codes import ExitCode
 from zk_recipes.cli._reports import print_ensemble
-from zk_recipes.frameworks import ensemble_report, probe_server
+from zk_recipes.frameworks import ADMIN_PORT, AdminPorts, ensemble_report, probe_server
 
 _SERVING = ("leader", "follower", "observer")
 
@@ -41,25 +41,37 @@ def add_ensemble_commands(
 
     @group.group(context_settings=CONTEXT, invoke_without_command=True)
     @json_option
+    @click.option(
+        "--admin-port",
+        "admin_ports",
+        multiple=True,
+        metavar="PORT|HOST:PORT=PORT",
+        callback=_admin_ports,
+        help=f"Where a server that refuses the four-letter words has its AdminServer: "
+        f"one port for all (default {ADMIN_PORT}), or a server's own "
+        "(its client address=the port; repeat it for each).",
+    )
     @click.pass_context
-    def ensemble(ctx: click.Context, as_json: bool) -> None:
+    def ensemble(ctx: click.Context, as_json: bool, admin_ports: AdminPorts) -> None:
         """Show every server of the ensemble: role, mode, zxid, latency, load, config version.
 
         \b
         The servers are those the ensemble's own config names (followed by the
         client), else the configured hosts; each is asked with the srvr and conf
-        four-letter words (4lw.commands.whitelist must allow them). The server this
-        process is connected to is marked. Exit 0 when a quorum answers, {UNAVAILABLE}
-        when it does not or ZooKeeper cannot be reached.
+        four-letter words, or through its AdminServer when it refuses them
+        (4lw.commands.whitelist; the AdminServer does not tell the config version).
+        The server this process is connected to is marked. Exit 0 when a quorum
+        answers, {UNAVAILABLE} when it does not or ZooKeeper cannot be reached.
         Examples:
           {PROG} ensemble
           {PROG} ensemble --json | jq '.servers[] | [.address, .mode]'
+          {PROG} ensemble --admin-port 9090
           {PROG} ensemble reconfig --add 'server.4=10.0.0.4:2888:3888:participant;2181'
         """
         if ctx.invoked_subcommand is not None:
             return
         with connected(config_of, ctx, at_once=True) as (client, _config):
-            code = print_ensemble(client, as_json=as_json)
+            code = print_ensemble(client, as_json=as_json, admin_ports=admin_ports)
         sys.exit(code)
 
     finish(ensemble)
@@ -93,6 +105,32 @@ def add_ensemble_commands(
         sys.exit(code)
 
     finish(reconfig)
+
+
+def _admin_ports(
+    _ctx: click.Context, _param: click.Parameter, given: tuple[str, ...]
+) -> AdminPorts:
+    """``--admin-port``: a port for every server, or ``HOST:PORT=ADMIN_PORT`` for each."""
+    if not given:
+        return ADMIN_PORT
+    if len(given) == 1 and "=" not in given[0]:
+        return _port(given[0], given[0])
+    ports: dict[str, int] = {}
+    for entry in given:
+        address, sep, port = entry.rpartition("=")
+        if not sep or ":" not in address:
+            raise click.BadParameter(
+                f"{entry!r}: give one port for all the servers, or each server's as "
+                "HOST:CLIENT_PORT=ADMIN_PORT (e.g. 10.0.0.1:2181=8080)"
+            )
+        ports[address] = _port(port, entry)
+    return ports
+
+
+def _port(text: str, entry: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise click.BadParameter(f"{entry!r}: {text!r} is not a TCP port (1 to 65535)")
+    return int(text)
 
 
 def _refuse(message: str) -> int:

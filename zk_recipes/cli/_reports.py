@@ -16,6 +16,8 @@ import zk_recipes
 from zk_recipes import ConnectionState, ZkClient
 from zk_recipes.cli._exit_codes import ExitCode
 from zk_recipes.frameworks import (
+    ADMIN_PORT,
+    AdminPorts,
     connection_report,
     connection_rows,
     ensemble_report,
@@ -40,10 +42,16 @@ def print_status(client: ZkClient, *, as_json: bool = False, out: TextIO | None 
     return 0 if client.state in _USABLE else ExitCode.UNAVAILABLE
 
 
-def print_ensemble(client: ZkClient, *, as_json: bool = False, out: TextIO | None = None) -> int:
+def print_ensemble(
+    client: ZkClient,
+    *,
+    as_json: bool = False,
+    out: TextIO | None = None,
+    admin_ports: AdminPorts = ADMIN_PORT,
+) -> int:
     """Print every server of the ensemble; 0 when a quorum answers, else UNAVAILABLE."""
     out = sys.stdout if out is None else out
-    report = ensemble_report(client)
+    report = ensemble_report(client, admin_ports=admin_ports)
     if as_json:
         out.write(json.dumps(report, indent=2) + "\n")
     else:

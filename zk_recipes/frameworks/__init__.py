@@ -50,7 +50,7 @@ rest is here, once:
   ``queued_root``, ``marker_task_id``, ``clear_marker``): the markers Celery's
   ``unique_on_publish`` keeps, found by task id and cleared by ``revoke()`` and
   the ``zk-recipes dedup`` commands.
-- **The ensemble.** ``ensemble_report`` (+ ``probe_server``, ``ensemble_rows``):
+- **The ensemble.** ``ensemble_report`` (+ ``probe_server``, ``ensemble_rows``, ``ADMIN_PORT``):
   every server's role, zxid, load and config version (``zk-recipes ensemble``).
 - **Status pages.** ``connection_report`` (+ ``server_info``): the client's
   connection as plain data; ``health_report``: a health route's status and
@@ -90,6 +90,8 @@ from zk_recipes.frameworks._connection_report import (
     server_info as server_info,
 )
 from zk_recipes.frameworks._ensemble_report import (
+    ADMIN_PORT as ADMIN_PORT,
+    AdminPorts as AdminPorts,
     ensemble_report as ensemble_report,
     ensemble_rows as ensemble_rows,
     probe_server as probe_server,
@@ -147,10 +149,12 @@ from zk_recipes.frameworks._versions import (
 )
 
 __all__ = [
+    "ADMIN_PORT",
     "DEFAULT_PREFIX",
     "HEALTH_KEYS",
     "RETRY_AFTER",
     "SERVICE_SETTING",
+    "AdminPorts",
     "Announcement",
     "Attach",
     "BeatEntry",

@@ -4,17 +4,25 @@
 follows (``ZkClient.ensemble``; else the configured hosts) with two
 four-letter words, side by side: ``srvr`` (mode, zxid, latency, outstanding
 requests, connections) and ``conf`` (the config version the server has, from
-its ``membership:`` part, ZooKeeper 3.5+). ``quorum`` says whether a majority
-of the voting members answered as leader or follower, with one leader.
-What ``zk-recipes ensemble`` prints. A server that refuses the words
-(``4lw.commands.whitelist``) says so on its row; when every server refuses
-them, ``problem`` says what to allow.
+its ``membership:`` part, ZooKeeper 3.5+). A server that refuses the words
+(``4lw.commands.whitelist``; 3.5+ always allows ``srvr``, not always
+``conf``) or does not answer them on its client port (a TLS-only client port,
+a firewall) is asked through its AdminServer instead (``GET /commands/srvr``,
+JSON: the same fields but the config version, which the AdminServer does not
+tell), on ``admin_port`` (ZooKeeper's default 8080, or a port per server).
+``quorum`` says whether a majority of the voting members answered as leader
+or follower, with one leader. What ``zk-recipes ensemble`` prints. When no
+server answers either way, ``problem`` says what to allow.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import socket
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
 from typing import Any
 
 from zk_recipes import ZkClient
@@ -28,6 +36,10 @@ _SRVR = {
     "Zookeeper version": "version",
 }
 _NUMBERS = ("outstanding", "connections")
+#: ZooKeeper's default AdminServer port (``admin.serverPort``).
+ADMIN_PORT = 8080
+#: A port for every server, or a port per server address (``host:client_port``).
+AdminPorts = int | Mapping[str, int] | None
 
 
 def _word(host: str, port: int, word: str, timeout: float) -> str:
@@ -41,16 +53,31 @@ def _refused(answer: str) -> bool:
     return "not in the whitelist" in answer or "not executed" in answer
 
 
-def probe_server(host: str, port: int, timeout: float = 2.0) -> dict[str, Any]:
-    """One server's row: its ``srvr`` fields and its config version (``conf``), or ``error``."""
-    row: dict[str, Any] = {"address": f"[{host}]:{port}" if ":" in host else f"{host}:{port}"}
+def _address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def probe_server(
+    host: str, port: int, timeout: float = 2.0, *, admin_port: int | None = None
+) -> dict[str, Any]:
+    """One server's row: its ``srvr`` fields and config version (``conf``), or ``error``.
+
+    A server that refuses the words is asked through its AdminServer on
+    ``admin_port``, if given (the row's ``source`` says which answered).
+    """
+    row: dict[str, Any] = {"address": _address(host, port)}
     try:
         status = _word(host, port, "srvr", timeout)
         conf = _word(host, port, "conf", timeout)
     except OSError as exc:
+        if admin_port is not None:
+            return _admin_row(row, host, admin_port, timeout, f"no answer on {port} ({exc})")
         return row | {"error": f"no answer ({exc})"}
-    if _refused(status):
+    if _refused(status):  # ZooKeeper 3.5+ always allows srvr; an older or patched server
+        if admin_port is not None:
+            return _admin_row(row, host, admin_port, timeout, "refuses srvr")
         return row | {"error": "refuses srvr (4lw.commands.whitelist)", "refused": True}
+    row["source"] = "4lw"
     for line in status.splitlines():
         label, sep, value = line.partition(":")
         key = _SRVR.get(label.strip())
@@ -59,7 +86,9 @@ def probe_server(host: str, port: int, timeout: float = 2.0) -> dict[str, Any]:
             row[key] = int(value) if key in _NUMBERS and value.isdigit() else value
     if "version" in row:
         row["version"] = str(row["version"]).split("-")[0].split(",")[0]
-    if not _refused(conf):
+    if _refused(conf):
+        row["note"] = "refuses conf (4lw.commands.whitelist): its config version is not known"
+    else:
         for line in conf.splitlines():
             key, sep, value = line.partition("=")
             if sep and key.strip() == "version":
@@ -69,8 +98,53 @@ def probe_server(host: str, port: int, timeout: float = 2.0) -> dict[str, Any]:
     return row
 
 
-def ensemble_report(client: ZkClient, *, timeout: float = 2.0) -> dict[str, Any]:
-    """Every server of the ensemble, probed side by side (see the module note)."""
+def _admin_row(
+    row: dict[str, Any], host: str, admin_port: int, timeout: float, why: str
+) -> dict[str, Any]:
+    """``row`` from the AdminServer's ``srvr`` (JSON), for a server the words did not reach."""
+    url = f"http://{_address(host, admin_port)}/commands/srvr"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            answer = json.loads(response.read())
+    except (OSError, ValueError) as exc:  # refused, timed out, an HTTP error, not JSON
+        return row | {"error": f"{why}, and no AdminServer at {url} ({exc})", "refused": True}
+    row["source"] = "admin"
+    stats = answer.get("server_stats") if isinstance(answer, dict) else None
+    if not isinstance(stats, dict):
+        error = answer.get("error") if isinstance(answer, dict) else None
+        return row | {"error": f"the AdminServer gave no server stats ({error or answer!r})"}
+    row["mode"] = stats.get("server_state", "-")
+    zxid = stats.get("last_processed_zxid")
+    if isinstance(zxid, int):
+        row["zxid"] = hex(zxid)
+    latency = [stats.get(k) for k in ("min_latency", "avg_latency", "max_latency")]
+    if all(isinstance(v, int | float) for v in latency):
+        row["latency_ms"] = "/".join(str(v) for v in latency)
+    for key, field in (
+        ("outstanding", "outstanding_requests"),
+        ("connections", "num_alive_client_connections"),
+    ):
+        if isinstance(stats.get(field), int):
+            row[key] = stats[field]
+    if isinstance(answer.get("version"), str):
+        row["version"] = answer["version"].split("-")[0].split(",")[0]
+    return row
+
+
+def _admin_port_of(admin_ports: AdminPorts, host: str, port: int) -> int | None:
+    if admin_ports is None or isinstance(admin_ports, int):
+        return admin_ports
+    return admin_ports.get(_address(host, port))
+
+
+def ensemble_report(
+    client: ZkClient, *, timeout: float = 2.0, admin_ports: AdminPorts = ADMIN_PORT
+) -> dict[str, Any]:
+    """Every server of the ensemble, probed side by side (see the module note).
+
+    ``admin_ports``: where a server that refuses the four-letter words has its
+    AdminServer (one port for all, a port per ``host:client_port``, or None: not asked).
+    """
     ensemble = client.wait_ensemble(timeout)  # the connection's first read, if not in yet
     listed: list[tuple[int | None, str, int, str]] = []
     if ensemble is not None:
@@ -81,7 +155,14 @@ def ensemble_report(client: ZkClient, *, timeout: float = 2.0) -> dict[str, Any]
             listed.append((None, host.strip("[]"), int(port_text), "participant"))
     address = client.connected_address
     with concurrent.futures.ThreadPoolExecutor(max(1, len(listed))) as pool:
-        rows = list(pool.map(lambda s: probe_server(s[1], s[2], timeout), listed))
+        rows = list(
+            pool.map(
+                lambda s: probe_server(
+                    s[1], s[2], timeout, admin_port=_admin_port_of(admin_ports, s[1], s[2])
+                ),
+                listed,
+            )
+        )
     servers = []
     for (myid, host, port, role), row in zip(listed, rows, strict=True):
         here = address is not None and (str(address[0]), int(address[1])) == (host, port)
@@ -93,9 +174,9 @@ def ensemble_report(client: ZkClient, *, timeout: float = 2.0) -> dict[str, Any]
     problem = None
     if servers and all(s.get("refused") for s in servers):
         problem = (
-            "every server refuses the four-letter words srvr and conf: allow them "
-            "(4lw.commands.whitelist=srvr,conf,...) on the servers; this command does not "
-            "read the AdminServer"
+            "no server answers the four-letter words srvr and conf on its client port and "
+            "no AdminServer answers: allow the words (4lw.commands.whitelist=srvr,conf,...) "
+            "or name each AdminServer's port (admin.serverPort; --admin-port)"
         )
     elif not quorum:
         problem = (
@@ -129,7 +210,7 @@ def ensemble_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
                 str(s.get("outstanding", "-")),
                 str(s.get("connections", "-")),
                 str(s.get("config_version", "-")),
-                "<- this process" if s["this_process"] else str(s.get("error", "")),
+                "<- this process" if s["this_process"] else str(s.get("error", s.get("note", ""))),
             )
         )
     return rows

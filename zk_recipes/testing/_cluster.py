@@ -98,6 +98,8 @@ class ZooKeeperCluster(Membership[ClusterMember]):
 
     Takes the same options as ``ZooKeeperServer``; ``init_limit``/``sync_limit``
     default a little higher so a busy 2-core machine does not lose its leader.
+    ``admin_server=True``: each server's AdminServer on a port of its own
+    (``server.admin_port``), as ``ZooKeeperServer``'s.
     """
 
     def __init__(
@@ -118,6 +120,7 @@ class ZooKeeperCluster(Membership[ClusterMember]):
         installation: Installation | None = None,
         quorum_proxies: bool = False,
         reconfig: bool = False,
+        admin_server: bool = False,
     ) -> None:
         if size < 2:
             raise ConfigurationError(
@@ -148,6 +151,7 @@ class ZooKeeperCluster(Membership[ClusterMember]):
             start_timeout=start_timeout,
             init_limit=init_limit,
             sync_limit=sync_limit,
+            admin_server=admin_server,
         )
         install = installation or find_installation()
         directory, owned = _make_directory(data_dir)

@@ -43,6 +43,9 @@ from zk_recipes import ZkRecipesError
 
 DEBIAN_ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 DEBIAN_SLF4J_SIMPLE_JAR = Path("/usr/share/java/slf4j-simple.jar")
+# The servlet API, which the AdminServer's Jetty needs and Debian's zookeeper.jar
+# does not name in its Class-Path (without it: "Unable to load jetty").
+DEBIAN_SERVLET_API_JAR = Path("/usr/share/java/servlet-api.jar")
 
 _ZOOKEEPER_JAR = re.compile(r"^zookeeper(-\d[\w.\-]*)?\.jar$")
 _NOT_SERVER_JAR = re.compile(r"-(jute|tests|sources|javadoc)\b")
@@ -151,6 +154,8 @@ def _lookup(
         zookeeper_jar, jars, source = _from_home(Path(zookeeper_home), debian_jar)
     elif debian_jar is not None and debian_jar.is_file():
         zookeeper_jar, jars, source = debian_jar, [debian_jar], "debian"
+        if DEBIAN_SERVLET_API_JAR.is_file():
+            jars.append(DEBIAN_SERVLET_API_JAR)
     else:
         where = f"{debian_jar}: not found" if debian_jar is not None else "(Debian lookup disabled)"
         raise ZooKeeperNotFoundError(

@@ -73,6 +73,7 @@ class _Options:
     start_timeout: float
     init_limit: int
     sync_limit: int
+    admin_server: bool = False
 
     def __post_init__(self) -> None:
         if self.log_level.upper() not in _LOG_LEVELS:

@@ -104,6 +104,8 @@ class _ServerBase:
         self._resources = resources
         self._paused = False
         self._log_offset = 0
+        #: The AdminServer's HTTP port (``admin_server=True``), else None.
+        self.admin_port: int | None = free_ports(1)[0] if options.admin_server else None
 
     # -- identity
 
@@ -189,6 +191,7 @@ class _ServerBase:
             "clientPortAddress": self.host,
             "admin.enableServer": "false",
             "4lw.commands.whitelist": "*",
+            **self._admin_config(),
             "forceSync": "no",
         }
         if self._peers is not None:
@@ -199,13 +202,22 @@ class _ServerBase:
         config.update(o.extra_config)
         return config
 
+    def _admin_config(self) -> dict[str, str]:
+        if self.admin_port is None:
+            return {}
+        return {
+            "admin.enableServer": "true",
+            "admin.serverAddress": self.host,
+            "admin.serverPort": str(self.admin_port),
+        }
+
     def _command(self) -> list[str]:
         o = self._options
         level = o.log_level.upper()
         props = {
             "zookeeper.extendedTypesEnabled": "true",
             "znode.container.checkIntervalMs": _ms(o.container_check_interval),
-            "zookeeper.admin.enableServer": "false",
+            "zookeeper.admin.enableServer": str(self.admin_port is not None).lower(),
             # 1 MB transaction-log preallocation instead of 64 MB: tmpfs is RAM.
             "zookeeper.preAllocSize": "1024",
             # Election connections to a paused peer time out after 1 s, not 5 s.
@@ -455,6 +467,9 @@ class ZooKeeperServer(_ServerBase):
     reconnecting during a restart hangs for its whole connect timeout (often
     long enough to lose its session). A quorum peer loads its database before it
     opens the port. ``standalone_mode=True`` runs the real standalone mode anyway.
+
+    ``admin_server=True`` starts ZooKeeper's AdminServer (HTTP, ``/commands/...``)
+    on a free port of its own, ``admin_port``; the four-letter words stay on.
     """
 
     def __init__(
@@ -474,6 +489,7 @@ class ZooKeeperServer(_ServerBase):
         standalone_mode: bool = False,
         installation: Installation | None = None,
         port: int | None = None,
+        admin_server: bool = False,
     ) -> None:
         if port is not None and (
             isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536
@@ -490,6 +506,7 @@ class ZooKeeperServer(_ServerBase):
             start_timeout=start_timeout,
             init_limit=init_limit,
             sync_limit=sync_limit,
+            admin_server=admin_server,
         )
         install = installation or find_installation()
         directory, owned = _make_directory(data_dir)
