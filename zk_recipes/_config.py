@@ -215,6 +215,16 @@ SETTINGS: tuple[Setting, ...] = (
         True,
     ),
     _client(
+        "prefer_observers",
+        "bool",
+        "Of the followed ensemble's servers, connect to its observers first (reads served "
+        "near the client, writes forwarded; the session's guarantees are the same), the "
+        "voters if none answers (docs/ensemble.md#observers-near-the-clients). Needs "
+        "track_ensemble.",
+        _values.boolean,
+        False,
+    ),
+    _client(
         "simulated_expiry_fraction",
         "float in (0, 1]",
         "After this share of the negotiated session timeout without proof that the quorum "

@@ -121,6 +121,7 @@ class ClientSettings:
     tls: TlsOptions | None = None
     read_only: bool = False
     track_ensemble: bool = True
+    prefer_observers: bool = False
     simulated_expiry_fraction: float = 0.66
     max_data_bytes: int = DEFAULT_MAX_DATA_BYTES
 
@@ -177,6 +178,10 @@ class ClientSettings:
         if not isinstance(self.track_ensemble, bool):
             raise ConfigurationError(
                 f"track_ensemble must be True or False, got {self.track_ensemble!r}"
+            )
+        if not isinstance(self.prefer_observers, bool):
+            raise ConfigurationError(
+                f"prefer_observers must be True or False, got {self.prefer_observers!r}"
             )
         if not isinstance(self.read_only, bool):
             raise ConfigurationError(f"read_only must be True or False, got {self.read_only!r}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import multiprocessing
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,9 @@ def test_the_tracker_keeps_the_last_good_list_and_says_so_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     used: list[str] = []
-    tracker = EnsembleTracker(used.append, reachable=lambda _ensemble: True)
+    tracker = EnsembleTracker(
+        lambda hosts, _shuffled: used.append(hosts), reachable=lambda _e: True
+    )
     with caplog.at_level(logging.INFO, logger="zk_recipes.client"):
         assert tracker.offer(b"server.1=h1:1:2;2181") is not None  # no version line: 0
         assert used == ["h1:2181"]
@@ -312,7 +315,7 @@ def test_a_config_naming_only_servers_that_do_not_answer_keeps_the_last_good_lis
     zk_server: ZooKeeperServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     used: list[str] = []
-    tracker = EnsembleTracker(used.append)  # tries to connect, as a client's does
+    tracker = EnsembleTracker(lambda hosts, _shuffled: used.append(hosts))  # connects, as a client
     live = f"server.1=127.0.0.1:1:2;{zk_server.port}\nversion=1".encode()
     assert tracker.offer(live) is not None
     (closed,) = free_ports(1)
@@ -324,3 +327,73 @@ def test_a_config_naming_only_servers_that_do_not_answer_keeps_the_last_good_lis
     assert tracker.ensemble.version == 1
     assert "accepts a connection from here" in caplog.text
     assert "keeping the last good one" in caplog.text
+
+
+def test_the_observers_first_ordering_spreads_over_observers_then_voters() -> None:
+    ensemble = parse_config(CONFIG)
+    assert ensemble.connect_order(prefer_observers=False) == (ensemble.hosts, True)
+    orders = {ensemble.connect_order(prefer_observers=True) for _ in range(50)}
+    assert {shuffled for _, shuffled in orders} == {False}  # kazoo keeps the order
+    firsts = set()
+    for hosts, _ in orders:
+        roles = [next(s.role for s in ensemble.servers if s.address == h) for h in hosts.split(",")]
+        assert roles == sorted(roles, key=lambda role: role != "observer")  # observers first
+        firsts.add(hosts.split(",")[0])
+    assert firsts == {s.address for s in ensemble.servers if s.role == "observer"}
+    voters_only = Ensemble(tuple(s for s in ensemble.servers if s.role != "observer"), 1)
+    assert voters_only.connect_order(prefer_observers=True) == (voters_only.hosts, True)
+
+
+def test_a_client_preferring_observers_keeps_its_session_guarantees_on_one() -> None:
+    """Moved to the observer (its voter stopped), then off it (the observer stopped): the same
+    session throughout, its writes read back at once, its watches fired, its lock held."""
+    with ZooKeeperCluster(3, reconfig=True) as cluster:
+        observer = cluster.add_server(observer=True)
+        voter = cluster.servers[0]
+        client = ZkClient(voter.connect_string, session_timeout=4.0, prefer_observers=True)
+        other = ZkClient(cluster.servers[1].connect_string, track_ensemble=False)
+        states = StateRecorder()
+        client.add_listener(states)
+        with client, other:
+            followed = client.wait_ensemble(10)
+            assert followed is not None
+            assert observer.port in {s.port for s in followed.servers if s.role == "observer"}
+            session = client.session_id
+            lock = Lock(client, "/observed-lock")
+            assert lock.acquire(timeout=10)
+            token = lock.fencing_token
+
+            voter.stop()  # the next attempt goes to the observer, tried first
+            wait_until(lambda: client.state is ConnectionState.RECONNECTED, "reconnected", 20)
+            assert client.connected_address == (observer.host, observer.port)
+            assert client.session_id == session
+            wait_until(lock.is_held, "the lock held for sure again", 20)
+            assert lock.fencing_token == token
+            # Read-your-writes through the observer (the write is forwarded to the leader).
+            client.create("/observed", b"1")
+            assert client.get("/observed")[0] == b"1"
+            client.set("/observed", b"2")
+            assert client.get("/observed")[0] == b"2"
+            # A watch set on the observer fires on a write made through a voter.
+            changed = threading.Event()
+            client.get("/observed", watch=lambda _event: changed.set())
+            other.set("/observed", b"3")
+            assert changed.wait(10)
+            client.sync("/observed")  # then a read sees the voter's write
+            assert client.get("/observed")[0] == b"3"
+
+            observer.stop()  # off the observer: to a voter, the session and the lock kept
+            wait_until(
+                lambda: (
+                    client.state is ConnectionState.RECONNECTED
+                    and client.connected_address != (observer.host, observer.port)
+                ),
+                "reconnected to a voter",
+                20,
+            )
+            assert client.session_id == session
+            assert client.get("/observed")[0] == b"3"  # never behind what it saw
+            wait_until(lock.is_held, "the lock held for sure again", 20)
+            assert lock.fencing_token == token
+            assert ConnectionState.LOST not in states.states
+            lock.release()

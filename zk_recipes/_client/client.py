@@ -110,9 +110,7 @@ class ZkClient(WatchRequests):
         self._deleter = GuaranteedDeleter(self, self._delete_backoff)
         self._creator = Creator(self, self._deleter, settings.session_timeout)
         self._persistent = PersistentWatches(self)
-        self._ensemble = (
-            EnsembleFollower(self, self._holder.use_hosts) if settings.track_ensemble else None
-        )
+        self._ensemble = EnsembleFollower.of(self, settings, self._holder.use_hosts)
         _metrics.observe_client(self)
 
     # ------------------------------------------------------------------ lifecycle

@@ -101,7 +101,7 @@ class ConnectionHolder:
         self.tracker = SessionTracker(settings, listeners, self._connection_ended)
         self._conn: KazooConnection | None = None
         #: The hosts the ensemble's own config names (ensemble.py), once followed.
-        self._followed_hosts: str | None = None
+        self._followed_hosts: tuple[str, bool] | None = None  # and shuffled by kazoo?
         self._started = False
         self._closed = False
         self._closed_event = threading.Event()
@@ -193,17 +193,18 @@ class ConnectionHolder:
             self._settings, self.tracker.on_raw_state, event_path=self._event_path
         )
         if self._followed_hosts is not None:
-            conn.set_hosts(self._followed_hosts)
+            conn.set_hosts(*self._followed_hosts)
         self.tracker.attach(conn)
         return conn
 
-    def use_hosts(self, hosts: str) -> None:
-        """Connect to ``hosts`` from the next attempt on, this connection's and later ones'."""
+    def use_hosts(self, hosts: str, randomize: bool = True) -> None:
+        """Connect to ``hosts`` from the next attempt on, this connection's and later ones'
+        (``randomize``: in an order kazoo shuffles, else in the order given)."""
         with self._lock:
-            self._followed_hosts = hosts
+            self._followed_hosts = (hosts, randomize)
             conn = self._conn
         if conn is not None:
-            conn.set_hosts(hosts)
+            conn.set_hosts(hosts, randomize)
 
     # ------------------------------------------------------------------ close
     def close(self) -> None:

@@ -16,6 +16,7 @@ standalone server, a static configuration); one that does not parse,
 from __future__ import annotations
 
 import dataclasses
+import random
 
 from zk_recipes._errors import ConfigurationError
 
@@ -64,6 +65,21 @@ class Ensemble:
     def hosts(self) -> str:
         """The servers as a connect string, in ``id`` order."""
         return ",".join(server.address for server in self.servers)
+
+    def connect_order(self, prefer_observers: bool = False) -> tuple[str, bool]:
+        """The connect string to hand kazoo, and whether kazoo should shuffle it.
+
+        Preferring observers, and with some: the observers first, then the
+        voters, each group shuffled here (so the clients of many processes
+        spread over the observers) and kept in that order by kazoo, which tries
+        the hosts in turn. Else ``hosts``, shuffled by kazoo.
+        """
+        observers = [s.address for s in self.servers if s.role == "observer"]
+        if not prefer_observers or not observers:
+            return self.hosts, True
+        voters = [s.address for s in self.servers if s.role != "observer"]
+        ordered = random.sample(observers, len(observers)) + random.sample(voters, len(voters))
+        return ",".join(ordered), False
 
     @staticmethod
     def from_config(data: bytes) -> Ensemble:

@@ -40,6 +40,7 @@ from zk_recipes._types import WatchEvent, WatchEventType, ZnodeStat
 
 if TYPE_CHECKING:
     from zk_recipes._client.kazoo import KazooConnection, Pending
+    from zk_recipes._settings import ClientSettings
 
 log = logging.getLogger("zk_recipes.client")
 
@@ -56,10 +57,13 @@ class EnsembleTracker:
 
     def __init__(
         self,
-        use_hosts: Callable[[str], None],
+        use_hosts: Callable[[str, bool], None],
         reachable: Callable[[Ensemble], bool] | None = None,
+        *,
+        prefer_observers: bool = False,
     ) -> None:
         self._use_hosts = use_hosts
+        self._prefer_observers = prefer_observers
         self._reachable = reachable or any_server_answers
         self._lock = threading.Lock()
         self.ensemble: Ensemble | None = None
@@ -100,7 +104,7 @@ class EnsembleTracker:
             log.info(
                 "following the ensemble's config version %x: %s", ensemble.version, ensemble.hosts
             )
-            self._use_hosts(ensemble.hosts)
+            self._use_hosts(*ensemble.connect_order(self._prefer_observers))
         return ensemble
 
     def would_move(self, data: bytes) -> bool:
@@ -164,12 +168,27 @@ class EnsembleFollower:
     which reads it again (and arms the next watch).
     """
 
-    def __init__(self, client: _Client, use_hosts: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        client: _Client,
+        use_hosts: Callable[[str, bool], None],
+        *,
+        prefer_observers: bool = False,
+    ) -> None:
         self._client = client
-        self.tracker = EnsembleTracker(use_hosts)
+        self.tracker = EnsembleTracker(use_hosts, prefer_observers=prefer_observers)
         #: Set once a read of the config answered (followed, or not followable).
         self._read_once = threading.Event()
         client.add_listener(self._on_state)
+
+    @classmethod
+    def of(
+        cls, client: _Client, settings: ClientSettings, use_hosts: Callable[[str, bool], None]
+    ) -> EnsembleFollower | None:
+        """The follower ``settings`` ask for (``track_ensemble``, ``prefer_observers``), or None."""
+        if not settings.track_ensemble:
+            return None
+        return cls(client, use_hosts, prefer_observers=settings.prefer_observers)
 
     def wait(self, timeout: float) -> Ensemble | None:
         """The ensemble once a read answered (at most ``timeout`` s); None: not followed."""

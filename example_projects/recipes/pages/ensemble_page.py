@@ -9,6 +9,7 @@ from __future__ import annotations
 
 def main(hosts: str) -> None:
     rolling_replacement()
+    observers_first()
 
 
 def rolling_replacement() -> None:
@@ -40,6 +41,29 @@ def rolling_replacement() -> None:
             wait_until(lock.is_held, "held for sure (in doubt while it changed servers)", 20)
             lock.release()
     # --8<-- [end:example]
+
+
+def observers_first() -> None:
+    # --8<-- [start:observers]
+    from zk_recipes import ZkClient
+    from zk_recipes.testing import ZooKeeperCluster, wait_until
+
+    with ZooKeeperCluster(3, reconfig=True) as cluster:
+        observer = cluster.add_server(observer=True)  # near the web tier, say
+        voter = cluster.servers[0]
+        with ZkClient(voter.connect_string, prefer_observers=True) as zk:
+            zk.wait_ensemble(10)  # followed: the observers come first from the next attempt on
+            session = zk.session_id
+            voter.stop()  # its server goes: the client moves, to the observer
+
+            def on_the_observer() -> bool:
+                return zk.connected_address == (observer.host, observer.port)
+
+            wait_until(on_the_observer, "connected to the observer", 20)
+            assert zk.session_id == session  # the same session, its holds with it
+            zk.create("/written-through-the-observer", b"forwarded to the leader")
+            assert zk.get("/written-through-the-observer")[0] == b"forwarded to the leader"
+    # --8<-- [end:observers]
 
 
 if __name__ == "__main__":

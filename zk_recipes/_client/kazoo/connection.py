@@ -155,10 +155,12 @@ class KazooConnection(WatchOps):
         self._router = PersistentRouter()
         install_hooks(self)
 
-    def set_hosts(self, hosts: str) -> None:
-        """Connect to ``hosts`` from the next connection attempt on (the session is kept)."""
+    def set_hosts(self, hosts: str, randomize: bool = True) -> None:
+        """Connect to ``hosts`` from the next connection attempt on (the session is kept);
+        ``randomize=False``: tried in the order given."""
         self._kz_kwargs["hosts"] = hosts
-        self._kz.set_hosts(hosts)
+        self._kz_kwargs["randomize_hosts"] = randomize
+        self._kz.set_hosts(hosts, randomize_hosts=randomize)
 
     @property
     def last_problem(self) -> str:
