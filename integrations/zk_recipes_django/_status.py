@@ -2,7 +2,8 @@
 
 Read on every call, nothing cached: the page is for looking at the ensemble
 now. Per alias, in ``aliases()`` order ("default" first): the connection
-(``zk_recipes.frameworks.connection_report`` of the alias's process client) and
+(``zk_recipes.frameworks.connection_report`` of the alias's process client),
+every server of the ensemble as it answers (``ensemble_server_rows``) and
 every lock, semaphore and election under the namespace's root
 (``zk_recipes.holders(client, "/")``), holders first, then the queue, as
 the rows ``zk_recipes.frameworks`` makes for every status page (Flask's too).
@@ -23,6 +24,7 @@ from zk_recipes.frameworks import (
     RecipeRow,
     connection_report,
     connection_rows,
+    ensemble_server_rows,
     recipe_rows,
     spaced_hosts,
 )
@@ -40,6 +42,8 @@ class AliasStatus:
     recipes: tuple[RecipeRow, ...] = ()
     #: Why the alias could not be read; None when it was.
     error: str | None = None
+    #: Every server of the ensemble as it answered: a header, then a row per server.
+    ensemble: tuple[tuple[str, ...], ...] = ()
 
 
 def read_all() -> list[AliasStatus]:
@@ -65,9 +69,12 @@ def read_alias(alias: str) -> AliasStatus:
             else [("hosts", spaced_hosts(settings.hosts))]
         )
         return AliasStatus(alias, (("state", "not connected"), *known), error=str(exc))
-    rows = connection_rows(connection_report(client))
+    report = connection_report(client)
+    rows, servers = connection_rows(report), tuple(ensemble_server_rows(report))
     try:
         found = holders(client, "/")
     except ZkRecipesError as exc:
-        return AliasStatus(alias, rows, error=f"reading the holders failed: {exc}")
-    return AliasStatus(alias, rows, recipe_rows(found))
+        return AliasStatus(
+            alias, rows, error=f"reading the holders failed: {exc}", ensemble=servers
+        )
+    return AliasStatus(alias, rows, recipe_rows(found), ensemble=servers)

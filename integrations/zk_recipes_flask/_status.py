@@ -42,6 +42,7 @@ from zk_recipes.frameworks import (
     RecipeRow,
     connection_report,
     connection_rows,
+    ensemble_server_rows,
     health_report,
     recipe_rows,
     spaced_hosts,
@@ -84,6 +85,7 @@ def _page(state: AppState) -> tuple[str, int]:
     settings = state.config.client
     error: str | None = None
     recipes: tuple[RecipeRow, ...] = ()
+    servers: list[tuple[str, ...]] = []
     try:
         client = state.process_client.get(min(PAGE_CONNECT_SECONDS, settings.connection_timeout))
     except ZkRecipesError as exc:
@@ -97,7 +99,8 @@ def _page(state: AppState) -> tuple[str, int]:
         )
         connection = (("state", "not connected"), *known)
     else:
-        connection = connection_rows(connection_report(client))
+        report = connection_report(client)
+        connection, servers = connection_rows(report), ensemble_server_rows(report)
         try:
             recipes = recipe_rows(holders(client, "/"))
         except ZkRecipesError as exc:
@@ -110,5 +113,6 @@ def _page(state: AppState) -> tuple[str, int]:
         prefix=state.config.prefix,
         recipes=recipes,
         error=error,
+        servers=servers,
     )
     return page, 200 if error is None else 503

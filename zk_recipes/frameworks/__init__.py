@@ -50,8 +50,10 @@ rest is here, once:
   ``queued_root``, ``marker_task_id``, ``clear_marker``): the markers Celery's
   ``unique_on_publish`` keeps, found by task id and cleared by ``revoke()`` and
   the ``zk-recipes dedup`` commands.
-- **The ensemble.** ``ensemble_report`` (+ ``probe_server``, ``ensemble_rows``, ``ADMIN_PORT``):
-  every server's role, zxid, load and config version (``zk-recipes ensemble``).
+- **The ensemble.** ``ensemble_report`` (+ ``probe_server``, ``ensemble_rows``,
+  ``ADMIN_PORT``): every server's role, zxid, load and config version
+  (``zk-recipes ensemble``); ``ensemble_server_rows``: the same table from a
+  ``connection_report``, for a status page.
 - **Status pages.** ``connection_report`` (+ ``server_info``): the client's
   connection as plain data; ``health_report``: a health route's status and
   body, at once, without I/O; ``connection_rows`` / ``recipe_rows`` (+
@@ -94,6 +96,7 @@ from zk_recipes.frameworks._ensemble_report import (
     AdminPorts as AdminPorts,
     ensemble_report as ensemble_report,
     ensemble_rows as ensemble_rows,
+    ensemble_server_rows as ensemble_server_rows,
     probe_server as probe_server,
 )
 from zk_recipes.frameworks._lock_names import (
@@ -186,6 +189,7 @@ __all__ = [
     "crontab_schedule",
     "ensemble_report",
     "ensemble_rows",
+    "ensemble_server_rows",
     "health_report",
     "leader_path",
     "lock_block",

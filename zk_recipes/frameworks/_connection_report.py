@@ -101,6 +101,8 @@ def _ensemble(client: ZkClient, *, probe: bool) -> dict[str, Any] | None:
                 f"{s['address']} ({s['role']}, {s.get('mode') or s.get('error', '?')})"
                 for s in report["servers"]
             ],
+            # Each server as it answered, for a status page's table (ensemble_server_rows).
+            "probed": report["servers"],
         }
     ensemble = client.ensemble
     if ensemble is None:

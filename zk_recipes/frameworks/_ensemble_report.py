@@ -214,3 +214,12 @@ def ensemble_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
             )
         )
     return rows
+
+
+def ensemble_server_rows(connection_report: dict[str, Any]) -> list[tuple[str, ...]]:
+    """The servers a ``connection_report`` asked (``server=True``), as ``ensemble_rows``
+    makes them (a header, then a row per server): a status page's ensemble table.
+    Empty when the report did not ask them."""
+    ensemble = connection_report.get("ensemble") or {}
+    probed = ensemble.get("probed")
+    return ensemble_rows({"servers": probed}) if probed else []

@@ -97,6 +97,14 @@ def test_staff_see_the_holder_of_a_lock(staff_client: Client, held_lock: Lock) -
     assert IDENTIFIER not in page
     client = zk_recipes_django.get_client()
     assert f"0x{client.session_id:x}" in page  # the connection report of "default"
+    # Every server of the ensemble as it answered (here the one shared server), this
+    # process's marked: the table `zk-recipes ensemble` prints.
+    table = page[page.index('<table class="zk-ensemble">') :]
+    table = table[: table.index("</table>")]
+    host, port = client.connected_address or ("?", 0)
+    assert f"<td>{host}:{port}</td>" in table
+    assert "<td>leader</td>" in table  # the harness's quorum of one
+    assert "<td>&lt;- this process</td>" in table
 
 
 def test_the_page_is_read_again_on_each_load(staff_client: Client, held_lock: Lock) -> None:

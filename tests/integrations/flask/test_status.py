@@ -162,6 +162,11 @@ def test_page_lists_a_held_lock_with_its_identifier_escaped(make_app: AppFactory
     assert "<script>" not in page
     assert f'<td class="zk-number">{token}</td>' in page
     assert "CONNECTED" in page
+    # Every server of the ensemble as it answered, this process's marked.
+    table = page[page.index('<table class="zk-ensemble">') :]
+    table = table[: table.index("</table>")]
+    assert "<td>leader</td>" in table  # the harness's quorum of one
+    assert "<td>&lt;- this process</td>" in table
 
 
 def test_page_of_an_unreachable_ensemble_says_so(make_app: AppFactory) -> None:
