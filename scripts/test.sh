@@ -30,14 +30,39 @@ cd "$ROOT"
 phase "ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-phase "mypy --strict"
-.venv/bin/mypy
-phase "docs: mkdocs build --strict"
-# Built once: the docs site's browser test (tests/integrations/test_docs_site.py) reads
-# this build instead of making its own.
-rm -rf .test-site
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir .test-site
+# mypy and the docs' strict build: beside the tests in a whole run (they take a core
+# for about 50 s, while the tests mostly wait on servers), before them when paths
+# are given. Either failing fails the command; their output is printed at the end.
+# The docs site is built once: its browser test (tests/integrations/test_docs_site.py,
+# in the integrations' tail, which waits for the build) reads this build.
+rm -rf .test-site .test-logs
+mkdir -p .test-logs
 export DOCS_SITE_BUILT_BY_TEST_SH="$ROOT/.test-site"
+static_checks() {  # mypy, then the docs; each one's exit code in .test-logs/NAME.rc
+    local rc=0
+    .venv/bin/mypy > .test-logs/mypy.log 2>&1 || rc=$?
+    echo "$rc" > .test-logs/mypy.rc
+    rc=0
+    NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir .test-site \
+        > .test-logs/mkdocs.log 2>&1 || rc=$?
+    echo "$rc" > .test-logs/mkdocs.rc
+}
+static_verdict() {  # print the checks' output; 1 if either failed
+    local failed=0 name
+    for name in mypy mkdocs; do
+        echo "==> ${name}: exit $(cat .test-logs/$name.rc 2>/dev/null || echo '(did not end)')"
+        cat ".test-logs/$name.log" 2>/dev/null || true
+        [[ "$(cat .test-logs/$name.rc 2>/dev/null)" == 0 ]] || failed=1
+    done
+    return $failed
+}
+wait_for_docs_build() {  # the docs site's test reads the build: wait for it (bounded)
+    local waited=0
+    while [[ ! -e .test-logs/mkdocs.rc ]] && ((waited < 300)); do
+        sleep 1
+        waited=$((waited + 1))
+    done
+}
 
 # pytest's exit code 5 means it collected no test: a failure here, unless the
 # arguments select tests (-k, -m, ...) and the other run did run some.
@@ -58,6 +83,9 @@ run_pytest() {  # run_pytest VENV ARGS...; call it as `run_pytest ... || rc=$?`
 }
 
 if ((paths)); then
+    phase "mypy --strict, docs: mkdocs build --strict"
+    static_checks
+    static_verdict
     phase "pytest (the given paths, in .venv)"
     rc=0
     run_pytest .venv "$@" || rc=$?
@@ -107,6 +135,7 @@ integrations_main() {  # the integrations in .venv (INTEGRATIONS_SPLIT=1: withou
             ignore+=("--ignore=$path")
         done
     fi
+    [[ "${INTEGRATIONS_SPLIT:-}" == 1 ]] || wait_for_docs_build  # its docs site test
     echo "==> pytest: tests/integrations/, in .venv"
     run_pytest .venv tests/integrations "${ignore[@]}" "$@" || rc=$?
     echo "$rc" > .test-logs/integrations.rc
@@ -114,6 +143,7 @@ integrations_main() {  # the integrations in .venv (INTEGRATIONS_SPLIT=1: withou
 }
 integrations_tail() {  # the rest of the integrations, in .venv
     local start=$SECONDS rc=0
+    wait_for_docs_build
     echo "==> pytest: ${INTEGRATIONS_TAIL[*]}, in .venv"
     run_pytest .venv "${INTEGRATIONS_TAIL[@]}" "$@" || rc=$?
     echo "$rc" > .test-logs/integrations-tail.rc
@@ -142,13 +172,14 @@ integrations_runs() {  # the integrations in .venv, then the Django tests on Dja
 # The core suite runs in two parts side by side, each about half its time: the
 # session layer and the families that wait out faults the most (FAULT_HEAVY),
 # and the rest. Each part has throwaway servers of its own, as the integrations do.
-FAULT_HEAVY=(tests/client tests/cache tests/queue tests/chaos tests/interop tests/discovery)
+FAULT_HEAVY=(tests/client tests/cache tests/queue tests/chaos tests/interop tests/discovery tests/counters
+    tests/barriers)
 not_fault_heavy=()
 for dir in tests/integrations "${FAULT_HEAVY[@]}"; do
     not_fault_heavy+=("--ignore=$dir")
 done
-rm -rf .test-logs
-mkdir -p .test-logs
+static_checks &
+static_pid=$!
 if [[ "${ZK_RECIPES_TESTS_SERIAL:-}" == 1 ]]; then
     phase "pytest: the core suite, in .venv-core"
     run_pytest .venv-core --ignore=tests/integrations "$@" || core=$?
@@ -185,6 +216,10 @@ if [[ "${ZK_RECIPES_TESTS_SERIAL:-}" != 1 ]]; then  # the tail ran apart
 fi
 django42=$(cat .test-logs/django42.rc 2>/dev/null || echo 1)
 
+wait "$static_pid" || true
+static=0
+static_verdict || static=1
+
 phase ""
 echo "==> the whole suite: $((SECONDS - suite_start)) s"
 
@@ -199,6 +234,10 @@ verdict() {  # verdict RC OTHER_RC NAME
     echo "pytest collected no tests in the $3 run: that is a failure here" >&2
     return 1
 }
+if ((static)); then
+    echo "mypy or the docs' strict build failed (their output is above)" >&2
+    exit 1
+fi
 verdict "$core" "$integrations" "core" || exit $?
 verdict "$integrations" "$core" "integrations" || exit $?
 exit $django42
