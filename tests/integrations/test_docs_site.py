@@ -87,6 +87,7 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         yield driver
 
 
+@pytest.mark.browser
 @pytest.mark.timeout(180)
 def test_home_recipe_and_api_pages_render_with_navigation_and_search(
     site: str, browser: Any

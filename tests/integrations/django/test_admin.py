@@ -169,6 +169,7 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         yield driver
 
 
+@pytest.mark.browser
 @pytest.mark.timeout(120)
 @pytest.mark.django_db(transaction=True)
 def test_a_staff_user_reads_the_page_in_a_browser(
