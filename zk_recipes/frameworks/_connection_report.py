@@ -69,6 +69,9 @@ def connection_report(client: ZkClient, *, server: bool = True) -> dict[str, Any
     state = client.state
     address = client.connected_address
     session_id = client.session_id
+    # The ensemble: the config the client follows, and (with ``server``) each server's
+    # mode as it answers now (ensemble_report), the connected one's row among them.
+    ensemble = _ensemble(client, probe=server and address is not None)
     report: dict[str, Any] = {
         "state": state.value if state is not None else "NOT_STARTED",
         "hosts": client.connect_string,
@@ -77,16 +80,24 @@ def connection_report(client: ZkClient, *, server: bool = True) -> dict[str, Any
         "session_id": f"0x{session_id:x}" if session_id else None,
         "session_timeout": client.settings.session_timeout,
         "negotiated_session_timeout": client.negotiated_session_timeout,
-        "server": server_info(*address) if address and server else None,
-        # The ensemble: the config the client follows, and (with ``server``) each
-        # server's mode as it answers now (ensemble_report).
-        "ensemble": _ensemble(client, probe=server and address is not None),
+        "server": _server(address, ensemble) if address and server else None,
+        "ensemble": ensemble,
         # The instances this process announces with this client (discovery).
         "services": [f"{i.name}/{i.id}" for i in ServiceDiscovery.registered_by(client)],
         # The queues this process has open (a read or two each: not in a health check).
         "queues": DistributedQueue.report(client) if server else None,
     }
     return report
+
+
+def _server(address: tuple[str, int], ensemble: dict[str, Any] | None) -> dict[str, Any]:
+    """The connected server's ``server_info``: its row of the ensemble's probe if it has
+    one (no second ``srvr``), else asked now."""
+    here = f"[{address[0]}]:{address[1]}" if ":" in address[0] else f"{address[0]}:{address[1]}"
+    for row in (ensemble or {}).get("probed") or ():
+        if row["address"] == here and "mode" in row and "error" not in row:
+            return {key: row[key] for key in _SRVR_FIELDS.values() if key in row}
+    return server_info(*address)
 
 
 def _ensemble(client: ZkClient, *, probe: bool) -> dict[str, Any] | None:
