@@ -76,10 +76,13 @@ for arg in "$@"; do
     esac
 done
 
-run_pytest() {  # run_pytest VENV ARGS...; call it as `run_pytest ... || rc=$?`
-    local venv="$1"
+run_pytest() {  # [TIMES=NAME] run_pytest VENV ARGS...; call it as `run_pytest ... || rc=$?`
+    # TIMES=NAME: every test's time kept in .test-logs/NAME.xml (JUnit XML), to see
+    # where the suite's time goes beyond the 30 slowest printed.
+    local venv="$1" times=()
     shift
-    "$venv/bin/python" -m pytest --durations=30 "$@"
+    [[ -z "${TIMES:-}" ]] || times=("--junitxml=.test-logs/$TIMES.xml")
+    "$venv/bin/python" -m pytest --durations=30 "${times[@]}" "$@"
 }
 
 if ((paths)); then
@@ -137,7 +140,7 @@ integrations_main() {  # the integrations in .venv (INTEGRATIONS_SPLIT=1: withou
     fi
     [[ "${INTEGRATIONS_SPLIT:-}" == 1 ]] || wait_for_docs_build  # its docs site test
     echo "==> pytest: tests/integrations/, in .venv"
-    run_pytest .venv tests/integrations "${ignore[@]}" "$@" || rc=$?
+    TIMES=integrations run_pytest .venv tests/integrations "${ignore[@]}" "$@" || rc=$?
     echo "$rc" > .test-logs/integrations.rc
     echo "==> pytest: tests/integrations/, in .venv: $((SECONDS - start)) s"
 }
@@ -145,7 +148,7 @@ integrations_tail() {  # the rest of the integrations, in .venv
     local start=$SECONDS rc=0
     wait_for_docs_build
     echo "==> pytest: ${INTEGRATIONS_TAIL[*]}, in .venv"
-    run_pytest .venv "${INTEGRATIONS_TAIL[@]}" "$@" || rc=$?
+    TIMES=integrations-tail run_pytest .venv "${INTEGRATIONS_TAIL[@]}" "$@" || rc=$?
     echo "$rc" > .test-logs/integrations-tail.rc
     echo "==> pytest: the integrations' tail, in .venv: $((SECONDS - start)) s"
 }
@@ -160,7 +163,7 @@ django42_run() {
         if [[ ! -d .django42/django ]]; then
             .venv/bin/python -m pip install -q --target .django42 "Django>=4.2,<5" >/dev/null
         fi
-        PYTHONPATH="$ROOT/.django42" run_pytest .venv tests/integrations/django -m "not slow and not browser" \
+        PYTHONPATH="$ROOT/.django42" TIMES=django42 run_pytest .venv tests/integrations/django -m "not slow and not browser" \
             -p no:cacheprovider "$@" || rc=$?
         echo "==> pytest: tests/integrations/django/ on Django 4.2 LTS: $((SECONDS - start)) s"
     fi
@@ -183,7 +186,7 @@ static_checks &
 static_pid=$!
 if [[ "${ZK_RECIPES_TESTS_SERIAL:-}" == 1 ]]; then
     phase "pytest: the core suite, in .venv-core"
-    run_pytest .venv-core --ignore=tests/integrations "$@" || core=$?
+    TIMES=core run_pytest .venv-core --ignore=tests/integrations "$@" || core=$?
     phase "pytest: the integrations"
     integrations_runs "$@"
 else
@@ -194,7 +197,7 @@ else
     {
         start=$SECONDS
         echo "==> pytest: the core suite, part 1: ${FAULT_HEAVY[*]}"
-        run_pytest .venv-core "${FAULT_HEAVY[@]}" "$@" || core_heavy=$?
+        TIMES=core-1 run_pytest .venv-core "${FAULT_HEAVY[@]}" "$@" || core_heavy=$?
         echo "$core_heavy" > .test-logs/core-heavy.rc
         echo "==> pytest: the core suite, part 1: $((SECONDS - start)) s"
         integrations_tail "$@"
@@ -202,7 +205,7 @@ else
     core_heavy_pid=$!
     start=$SECONDS
     echo "==> pytest: the core suite, part 2: the rest"
-    run_pytest .venv-core "${not_fault_heavy[@]}" "$@" || core=$?
+    TIMES=core-2 run_pytest .venv-core "${not_fault_heavy[@]}" "$@" || core=$?
     echo "==> pytest: the core suite, part 2: $((SECONDS - start)) s"
     django42_run "$@"  # the shortest of the three runs takes it on
     wait "$core_heavy_pid" || true
