@@ -6,9 +6,11 @@
 Prints one JSON document on stdout (progress on stderr). See benchmarks/README.md.
 
 - **uncontended**: one client, acquire+release in a loop: our sync ``Lock``,
-  ``aio.Lock`` on one event loop, and kazoo's ``Lock``, interleaved in rotating
+  ``aio.Lock`` on one event loop (asyncio's own, and uvloop's where it is
+  installed: ``aio_uvloop``), and kazoo's ``Lock``, interleaved in rotating
   rounds. Median cycle time and client CPU per cycle (the process's, every
-  thread's); the asyncio hop's cost is ``aio / sync``.
+  thread's); the asyncio hop's cost is ``aio / sync`` (``aio_uvloop_over_sync``
+  on uvloop).
 - **waiters**: N contenders queued at once on one lock, then on 10 locks, each
   taking its lock once: coroutines on one loop (an ``aio.Lock`` each) against
   threads (a sync ``Lock`` each), one client. Throughput, hand-off latency
@@ -70,30 +72,51 @@ def _timed(cycles: int, body: Callable[[], None]) -> tuple[float, float]:
     )
 
 
+def _uvloop_loop() -> asyncio.AbstractEventLoop | None:
+    """A new uvloop loop, or None where uvloop is not installed (it is optional)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop()
+
+
+async def _made_on_loop(client: ZkClient, path: str) -> aio.Lock:
+    return aio.Lock(client, path)
+
+
 def uncontended(hosts: str, root: str, quick: bool) -> dict[str, Any]:
     rounds, cycles = (4, 100) if quick else (9, 400)
     ours = ZkClient(hosts).start()
     kazoo = KazooClient(hosts)
     kazoo.start()
     loop = asyncio.new_event_loop()
+    uv_loop = _uvloop_loop()
     try:
         sync_lock = Lock(ours, f"{root}/u-sync")
-        aio_lock = aio.Lock(ours, f"{root}/u-aio")
         kazoo_lock = kazoo.Lock(f"{root}/u-kazoo")
 
         def sync_cycle() -> None:
             sync_lock.acquire()
             sync_lock.release()
 
-        async def aio_cycles(n: int) -> None:
-            for _ in range(n):
-                await aio_lock.acquire()
-                await aio_lock.release()
+        def aio_round(on: asyncio.AbstractEventLoop, path: str) -> Callable[[int], Any]:
+            lock = on.run_until_complete(_made_on_loop(ours, path))  # an aio.Lock serves a loop
 
-        def aio_round(n: int) -> tuple[float, float]:
-            cpu, wall = time.process_time(), time.perf_counter()
-            loop.run_until_complete(aio_cycles(n))
-            return (time.perf_counter() - wall) / n * 1e3, (time.process_time() - cpu) / n * 1e6
+            async def cycles(n: int) -> None:
+                for _ in range(n):
+                    await lock.acquire()
+                    await lock.release()
+
+            def timed(n: int) -> tuple[float, float]:
+                cpu, wall = time.process_time(), time.perf_counter()
+                on.run_until_complete(cycles(n))
+                return (
+                    (time.perf_counter() - wall) / n * 1e3,
+                    (time.process_time() - cpu) / n * 1e6,
+                )
+
+            return timed
 
         def kazoo_cycle() -> None:
             kazoo_lock.acquire()
@@ -101,9 +124,11 @@ def uncontended(hosts: str, root: str, quick: bool) -> dict[str, Any]:
 
         runs: dict[str, Callable[[int], tuple[float, float]]] = {
             "sync": lambda n: _timed(n, sync_cycle),
-            "aio": aio_round,
+            "aio": aio_round(loop, f"{root}/u-aio"),
             "kazoo": lambda n: _timed(n, kazoo_cycle),
         }
+        if uv_loop is not None:
+            runs["aio_uvloop"] = aio_round(uv_loop, f"{root}/u-aio-uvloop")
         for run in runs.values():
             run(cycles // 4)  # warm up
         wall: dict[str, list[float]] = {name: [] for name in runs}
@@ -124,11 +149,18 @@ def uncontended(hosts: str, root: str, quick: bool) -> dict[str, Any]:
         }
         result["aio_over_sync"] = ratio(median(wall["aio"]), median(wall["sync"]))
         result["aio_cpu_over_sync"] = ratio(median(cpu["aio"]), median(cpu["sync"]))
+        if uv_loop is not None:
+            result["aio_uvloop_over_sync"] = ratio(median(wall["aio_uvloop"]), median(wall["sync"]))
+            result["aio_uvloop_cpu_over_sync"] = ratio(
+                median(cpu["aio_uvloop"]), median(cpu["sync"])
+            )
         result["sync_speedup_vs_kazoo"] = ratio(median(wall["kazoo"]), median(wall["sync"]))
         result["aio_speedup_vs_kazoo"] = ratio(median(wall["kazoo"]), median(wall["aio"]))
         return result
     finally:
         loop.close()
+        if uv_loop is not None:
+            uv_loop.close()
         ours.close()
         kazoo.stop()
         kazoo.close()

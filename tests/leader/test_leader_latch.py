@@ -451,6 +451,8 @@ def test_participants_and_leader_ids_and_node_layout(zk_client_factory: ClientFa
     beta = _latch(zk_client_factory(), "/ids", "beta").start()
     anonymous = _latch(zk_client_factory(), "/ids").start()
     wait_until(lambda: _in_line(admin, "/ids") == 3, "three in line")
+    # ... and each latch has read its create's reply (its ``node``), a moment later.
+    wait_until(lambda: all(x.node for x in (alpha, beta, anonymous)), "each knows its node")
     expected = [("alpha", True), ("beta", False), ("", False)]
     for latch in (alpha, beta, anonymous):
         assert [(p.id, p.is_leader) for p in latch.participants()] == expected
@@ -481,6 +483,9 @@ def test_followers_watch_only_their_predecessor(
         latches.append(latch)
         wait_until(lambda: _in_line(clients[0], "/herd") == len(latches), "in line")
     assert latches[0].await_leadership(10)
+    # A node is on the server (in line) a moment before its latch has read the create's
+    # reply and knows it (``node``): wait for that too.
+    wait_until(lambda: all(latch.node for latch in latches), "each latch knows its node")
     nodes = [latch.node or "" for latch in latches]
 
     def watchers() -> dict[str, int]:
