@@ -290,31 +290,58 @@ def queues(path: Path, doc: Doc) -> Lines:
     yield ""
 
 
-def aio_locks(path: Path, doc: Doc) -> Lines:
+def newest_with(pattern: str, section: str) -> tuple[Path, Doc]:
+    """The newest full run (by its ``when``) among ``pattern``'s that has ``section``."""
+    runs = [
+        (path, doc)
+        for path in RESULTS.glob("*.json")
+        if re.fullmatch(pattern, path.name) and not _quick(doc := _load(path)) and section in doc
+    ]
+    if not runs:
+        raise SystemExit(f"no full run in {RESULTS} matches {pattern} with {section!r}")
+    return max(runs, key=lambda run: (str(run[1].get("when", "")), run[0].name))
+
+
+def aio_locks(_path: Path, _doc: Doc) -> Lines:
+    """Each section from the newest run that has it (a run of the uncontended section
+    alone is newer than the last full one; uvloop's loop is there where it was measured)."""
+    path, doc = newest_with(r"aio-locks-.*\.json", "uncontended")
+    full_path, full = newest_with(r"aio-locks-.*\.json", "waiters")
     yield from _heading("## The asyncio lock (`aio_locks.py`)", path, doc)
     yield "One client, acquire and release in a loop (medians of the rounds):"
     yield ""
     u = doc["uncontended"]
+    labels = [
+        ("sync", "our sync `Lock`"),
+        ("aio", "`aio.Lock`, asyncio's loop"),
+        ("aio_uvloop", "`aio.Lock`, uvloop's loop"),
+        ("kazoo", "kazoo `Lock`"),
+    ]
     rows = [
         [
             label,
             f"{_n(u[key]['cycle_ms_median'], 3)} ms",
             f"{_n(u[key]['client_cpu_us_per_cycle_median'], 0)} us",
         ]
-        for key, label in (
-            ("sync", "our sync `Lock`"),
-            ("aio", "`aio.Lock`"),
-            ("kazoo", "kazoo `Lock`"),
-        )
+        for key, label in labels
+        if key in u
     ]
     yield from _table(["", "cycle", "client CPU per cycle"], rows)
-    yield (
+    line = (
         f"`aio.Lock` / sync `Lock`: {_x(u['aio_over_sync'])} the cycle, "
-        f"{_x(u['aio_cpu_over_sync'])} the client CPU; `aio.Lock` / kazoo: "
-        f"{_x(1 / u['aio_speedup_vs_kazoo'])} the cycle."
+        f"{_x(u['aio_cpu_over_sync'])} the client CPU"
     )
+    if "aio_uvloop_over_sync" in u:
+        line += (
+            f" ({_x(u['aio_uvloop_over_sync'])} and {_x(u['aio_uvloop_cpu_over_sync'])} "
+            "on uvloop's loop)"
+        )
+    yield f"{line}; `aio.Lock` / kazoo: {_x(1 / u['aio_speedup_vs_kazoo'])} the cycle."
     yield ""
-    w = doc["waiters"]
+    w = full["waiters"]
+    if full_path != path:
+        yield f"From the newest run with contenders, {_source(full_path, full)}"
+        yield ""
     yield f"{w['contenders']:,} contenders queued at once, each taking its lock once:"
     yield ""
     rows = []
