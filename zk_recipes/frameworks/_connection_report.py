@@ -11,11 +11,10 @@ blueprint as rows (``connection_rows``), health checks as a few keys of it
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 from zk_recipes import ConnectionState, DistributedQueue, ProcessClient, ServiceDiscovery, ZkClient
-from zk_recipes.frameworks._ensemble_report import ensemble_report
+from zk_recipes.frameworks._ensemble_report import ask_word, ensemble_report, refused, srvr_fields
 
 #: The keys of a health answer taken from ``connection_report``.
 HEALTH_KEYS = ("state", "session_id", "negotiated_session_timeout")
@@ -39,24 +38,12 @@ def server_info(host: str, port: int, timeout: float = 2.0) -> dict[str, Any]:
     in ``timeout``, the result says so under ``"error"`` instead.
     """
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.settimeout(timeout)
-            sock.sendall(b"srvr")
-            answer = b"".join(iter(lambda: sock.recv(65536), b"")).decode("utf-8", "replace")
+        answer = ask_word(host, port, "srvr", timeout)
     except OSError as exc:
         return {"error": f"srvr to {host}:{port} failed: {exc}"}
-    if "not in the whitelist" in answer or "not executed" in answer:
+    if refused(answer):
         return {"error": f"the server refuses srvr (4lw.commands.whitelist): {answer.strip()}"}
-    info: dict[str, Any] = {}
-    for line in answer.splitlines():
-        label, sep, value = line.partition(":")
-        key = _SRVR_FIELDS.get(label.strip())
-        if sep and key is not None:
-            value = value.strip()
-            info[key] = int(value) if value.isdigit() else value
-    if "version" in info:
-        info["version"] = str(info["version"]).split(",")[0].split("-")[0]
-    return info or {"error": f"srvr to {host}:{port} gave no answer"}
+    return srvr_fields(answer, _SRVR_FIELDS) or {"error": f"srvr to {host}:{port} gave no answer"}
 
 
 def connection_report(client: ZkClient, *, server: bool = True) -> dict[str, Any]:
@@ -93,9 +80,8 @@ def connection_report(client: ZkClient, *, server: bool = True) -> dict[str, Any
 def _server(address: tuple[str, int], ensemble: dict[str, Any] | None) -> dict[str, Any]:
     """The connected server's ``server_info``: its row of the ensemble's probe if it has
     one (no second ``srvr``), else asked now."""
-    here = f"[{address[0]}]:{address[1]}" if ":" in address[0] else f"{address[0]}:{address[1]}"
     for row in (ensemble or {}).get("probed") or ():
-        if row["address"] == here and "mode" in row and "error" not in row:
+        if row["this_process"] and "mode" in row and "error" not in row:
             return {key: row[key] for key in _SRVR_FIELDS.values() if key in row}
     return server_info(*address)
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from zk_recipes import ZkClient
 
+#: ``srvr`` line label -> a row's key.
 _SRVR = {
     "Mode": "mode",
     "Zxid": "zxid",
@@ -35,22 +36,44 @@ _SRVR = {
     "Connections": "connections",
     "Zookeeper version": "version",
 }
-_NUMBERS = ("outstanding", "connections")
+#: The keys whose values are counts (ints), whichever labels a caller reads.
+_NUMBERS = ("outstanding", "connections", "node_count")
 #: ZooKeeper's default AdminServer port (``admin.serverPort``).
 ADMIN_PORT = 8080
 #: A port for every server, or a port per server address (``host:client_port``).
 AdminPorts = int | Mapping[str, int] | None
 
 
-def _word(host: str, port: int, word: str, timeout: float) -> str:
+def ask_word(host: str, port: int, word: str, timeout: float) -> str:
+    """A four-letter word's whole answer (OSError if the port does not answer in time)."""
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(timeout)
         sock.sendall(word.encode())
         return b"".join(iter(lambda: sock.recv(65536), b"")).decode("utf-8", "replace")
 
 
-def _refused(answer: str) -> bool:
+def refused(answer: str) -> bool:
+    """The server refused the word (``4lw.commands.whitelist``)."""
     return "not in the whitelist" in answer or "not executed" in answer
+
+
+def short_version(version: str) -> str:
+    """``3.8.0`` of ``3.8.0-<commit>, built on <date>``."""
+    return version.split(",")[0].split("-")[0]
+
+
+def srvr_fields(answer: str, labels: Mapping[str, str] = _SRVR) -> dict[str, Any]:
+    """The fields of a ``srvr`` answer named in ``labels`` (label -> key), counts as ints."""
+    fields: dict[str, Any] = {}
+    for line in answer.splitlines():
+        label, sep, value = line.partition(":")
+        key = labels.get(label.strip())
+        if sep and key is not None:
+            value = value.strip()
+            fields[key] = int(value) if key in _NUMBERS and value.isdigit() else value
+    if "version" in fields:
+        fields["version"] = short_version(str(fields["version"]))
+    return fields
 
 
 def _address(host: str, port: int) -> str:
@@ -67,26 +90,19 @@ def probe_server(
     """
     row: dict[str, Any] = {"address": _address(host, port)}
     try:
-        status = _word(host, port, "srvr", timeout)
-        conf = _word(host, port, "conf", timeout)
+        status = ask_word(host, port, "srvr", timeout)
+        conf = ask_word(host, port, "conf", timeout)
     except OSError as exc:
         if admin_port is not None:
             return _admin_row(row, host, admin_port, timeout, f"no answer on {port} ({exc})")
         return row | {"error": f"no answer ({exc})"}
-    if _refused(status):  # ZooKeeper 3.5+ always allows srvr; an older or patched server
+    if refused(status):  # ZooKeeper 3.5+ always allows srvr; an older or patched server
         if admin_port is not None:
             return _admin_row(row, host, admin_port, timeout, "refuses srvr")
         return row | {"error": "refuses srvr (4lw.commands.whitelist)", "refused": True}
     row["source"] = "4lw"
-    for line in status.splitlines():
-        label, sep, value = line.partition(":")
-        key = _SRVR.get(label.strip())
-        if sep and key is not None:
-            value = value.strip()
-            row[key] = int(value) if key in _NUMBERS and value.isdigit() else value
-    if "version" in row:
-        row["version"] = str(row["version"]).split("-")[0].split(",")[0]
-    if _refused(conf):
+    row.update(srvr_fields(status))
+    if refused(conf):
         row["note"] = "refuses conf (4lw.commands.whitelist): its config version is not known"
     else:
         for line in conf.splitlines():
@@ -127,7 +143,7 @@ def _admin_row(
         if isinstance(stats.get(field), int):
             row[key] = stats[field]
     if isinstance(answer.get("version"), str):
-        row["version"] = answer["version"].split("-")[0].split(",")[0]
+        row["version"] = short_version(answer["version"])
     return row
 
 
