@@ -27,20 +27,25 @@ Doc = dict[str, Any]
 Lines = Iterator[str]
 
 
-def latest(pattern: str) -> tuple[Path, Doc]:
-    """The newest full run among the results whose name matches ``pattern``, and its document."""
+def latest(pattern: str, having: str | None = None) -> tuple[Path, Doc]:
+    """The newest full run among the results whose name matches ``pattern`` (and that
+    has the section ``having``), and its document."""
     runs = [
         (path, doc)
         for path in RESULTS.glob("*.json")
-        if re.fullmatch(pattern, path.name) and not _quick(doc := _load(path))
+        if re.fullmatch(pattern, path.name)
+        and not _quick(doc := _load(path))
+        and (having is None or having in doc)
     ]
     if not runs:
-        raise SystemExit(f"no full run in {RESULTS} matches {pattern}")
+        with_section = f" with {having!r}" if having else ""
+        raise SystemExit(f"no full run in {RESULTS} matches {pattern}{with_section}")
 
     def order(run: tuple[Path, Doc]) -> tuple[str, str]:
         path, doc = run
         date = re.search(r"(\d{4}-\d{2}-\d{2})", path.name)
-        return (date.group(1) if date else "", str(doc.get("meta", {}).get("started_at", "")))
+        started = doc.get("meta", {}).get("started_at") or doc.get("when", "")
+        return (date.group(1) if date else "", str(started))
 
     return max(runs, key=order)
 
@@ -290,23 +295,11 @@ def queues(path: Path, doc: Doc) -> Lines:
     yield ""
 
 
-def newest_with(pattern: str, section: str) -> tuple[Path, Doc]:
-    """The newest full run (by its ``when``) among ``pattern``'s that has ``section``."""
-    runs = [
-        (path, doc)
-        for path in RESULTS.glob("*.json")
-        if re.fullmatch(pattern, path.name) and not _quick(doc := _load(path)) and section in doc
-    ]
-    if not runs:
-        raise SystemExit(f"no full run in {RESULTS} matches {pattern} with {section!r}")
-    return max(runs, key=lambda run: (str(run[1].get("when", "")), run[0].name))
-
-
-def aio_locks(_path: Path, _doc: Doc) -> Lines:
-    """Each section from the newest run that has it (a run of the uncontended section
-    alone is newer than the last full one; uvloop's loop is there where it was measured)."""
-    path, doc = newest_with(r"aio-locks-.*\.json", "uncontended")
-    full_path, full = newest_with(r"aio-locks-.*\.json", "waiters")
+def aio_locks(path: Path, doc: Doc) -> Lines:
+    """The uncontended cycle from the newest run (uvloop's loop too where it was
+    measured), the contenders from the newest run that has them (a run of the
+    uncontended section alone may be newer)."""
+    full_path, full = latest(r"aio-locks-.*\.json", having="waiters")
     yield from _heading("## The asyncio lock (`aio_locks.py`)", path, doc)
     yield "One client, acquire and release in a loop (medians of the rounds):"
     yield ""
